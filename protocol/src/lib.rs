@@ -1,0 +1,27 @@
+//! The MCP client protocol without I/O.
+//!
+//! This crate owns everything about MCP that can be decided from values alone:
+//! JSON-RPC 2.0 messages ([`jsonrpc`]), newline framing with a hard byte limit
+//! ([`frame`]), the MCP messages a tool client uses at protocol version
+//! `2025-03-26` and the validation of the server's `initialize` answer
+//! ([`messages`]), the client session state machine ([`session`]), qualified
+//! tool names ([`names`]) and tool definitions for model APIs ([`tool_schema`]).
+//!
+//! Nothing here touches a socket, a process, a runtime or the clock, so every
+//! rule is tested with plain values.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod frame;
+pub mod jsonrpc;
+pub mod messages;
+pub mod names;
+pub mod session;
+pub mod tool_schema;
+
+pub use frame::{FrameDecoder, FrameError, STDIO_FRAME_LIMIT};
+pub use jsonrpc::{ErrorObject, Incoming, Message, MessageError, RequestId};
+pub use messages::{CallToolResult, ContentBlock, PROTOCOL_VERSION, Tool};
+pub use names::{NameError, QualifiedMcpToolName};
+pub use session::{ClientSession, SessionEvent};
+pub use tool_schema::ToolDefinition;

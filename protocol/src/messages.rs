@@ -1,0 +1,523 @@
+//! The MCP messages a client sends and reads, at protocol version `2025-03-26`.
+//!
+//! Validation of the server's `initialize` answer lives here, at the protocol
+//! boundary, so every transport gets the same typed errors.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The protocol version this client speaks and asks for.
+pub const PROTOCOL_VERSION: &str = "2025-03-26";
+
+/// Method and notification names.
+pub mod methods {
+    /// Client → server handshake request.
+    pub const INITIALIZE: &str = "initialize";
+    /// Client → server handshake completion.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// List tools (paginated).
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Call a tool.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// Liveness check, either direction.
+    pub const PING: &str = "ping";
+    /// Cancel an in-flight request, either direction.
+    pub const CANCELLED: &str = "notifications/cancelled";
+    /// Progress for a request that carried a progress token.
+    pub const PROGRESS: &str = "notifications/progress";
+    /// The server's tool list changed.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// A log message from the server.
+    pub const LOG_MESSAGE: &str = "notifications/message";
+}
+
+/// Name and version of a client or server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// Program name.
+    pub name: String,
+    /// Program version.
+    pub version: String,
+}
+
+/// Parameters of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// Always [`PROTOCOL_VERSION`].
+    pub protocol_version: String,
+    /// What this client supports (nothing optional yet: no roots, no sampling).
+    pub capabilities: Value,
+    /// Who is asking.
+    pub client_info: Implementation,
+}
+
+impl InitializeParams {
+    /// Parameters for a client named `name` at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        InitializeParams {
+            protocol_version: PROTOCOL_VERSION.to_string(),
+            capabilities: Value::Object(Map::new()),
+            client_info: Implementation {
+                name: name.into(),
+                version: version.into(),
+            },
+        }
+    }
+}
+
+/// The server's capabilities that matter to a tool client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCapabilities {
+    /// Present when the server offers tools; `listChanged` says it notifies changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Value>,
+    /// Present when the server sends log messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Value>,
+    /// Everything else, kept as sent.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A validated `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The version the server chose; always [`PROTOCOL_VERSION`] once validated.
+    pub protocol_version: String,
+    /// What the server offers.
+    pub capabilities: ServerCapabilities,
+    /// Who answered.
+    pub server_info: Implementation,
+    /// Optional usage hints for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// Why an `initialize` answer was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InitializeError {
+    /// The server chose a version this client does not speak.
+    #[error("server chose unsupported protocol version {0:?} (client speaks {PROTOCOL_VERSION})")]
+    UnsupportedVersion(String),
+    /// A required member is missing or has the wrong type.
+    #[error("initialize result is missing or has a malformed `{0}`")]
+    MissingField(&'static str),
+    /// The result is not an object.
+    #[error("initialize result is not an object")]
+    NotAnObject,
+}
+
+impl InitializeResult {
+    /// Validates a raw `initialize` result.
+    pub fn validate(value: Value) -> Result<InitializeResult, InitializeError> {
+        let Value::Object(map) = value else {
+            return Err(InitializeError::NotAnObject);
+        };
+        let version = match map.get("protocolVersion") {
+            Some(Value::String(v)) => v.clone(),
+            _ => return Err(InitializeError::MissingField("protocolVersion")),
+        };
+        if version != PROTOCOL_VERSION {
+            return Err(InitializeError::UnsupportedVersion(version));
+        }
+        let capabilities = match map.get("capabilities") {
+            Some(v @ Value::Object(_)) => serde_json::from_value(v.clone())
+                .map_err(|_| InitializeError::MissingField("capabilities"))?,
+            _ => return Err(InitializeError::MissingField("capabilities")),
+        };
+        let server_info: Implementation = map
+            .get("serverInfo")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or(InitializeError::MissingField("serverInfo"))?;
+        let instructions = match map.get("instructions") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(InitializeError::MissingField("instructions")),
+        };
+        Ok(InitializeResult {
+            protocol_version: version,
+            capabilities,
+            server_info,
+            instructions,
+        })
+    }
+}
+
+/// A tool as the server lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The server's name for it (not yet validated as a route component).
+    pub name: String,
+    /// What it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; may be absent, `true`, or malformed on hostile servers.
+    #[serde(default)]
+    pub input_schema: Value,
+    /// Behaviour hints, kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+/// One page of `tools/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsPage {
+    /// Tools that parsed.
+    pub tools: Vec<Tool>,
+    /// Entries that did not parse as tools, with the reason (reported, never fatal).
+    pub rejected: Vec<String>,
+    /// Cursor for the next page, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a result could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed {what} result: {detail}")]
+pub struct ResultError {
+    /// Which result.
+    pub what: &'static str,
+    /// What was wrong.
+    pub detail: String,
+}
+
+impl ToolsPage {
+    /// Reads a `tools/list` result; entries that are not tools are set aside, not fatal.
+    pub fn parse(value: Value) -> Result<ToolsPage, ResultError> {
+        let err = |detail: &str| ResultError {
+            what: "tools/list",
+            detail: detail.to_string(),
+        };
+        let Value::Object(mut map) = value else {
+            return Err(err("not an object"));
+        };
+        let Some(Value::Array(items)) = map.remove("tools") else {
+            return Err(err("`tools` missing or not an array"));
+        };
+        let next_cursor = match map.remove("nextCursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(err("`nextCursor` is not a string")),
+        };
+        let mut tools = Vec::with_capacity(items.len());
+        let mut rejected = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            match serde_json::from_value::<Tool>(item) {
+                Ok(t) => tools.push(t),
+                Err(e) => rejected.push(format!("tools[{i}]: {e}")),
+            }
+        }
+        Ok(ToolsPage {
+            tools,
+            rejected,
+            next_cursor,
+        })
+    }
+}
+
+/// Parameters of `tools/list`.
+pub fn list_tools_params(cursor: Option<&str>) -> Option<Value> {
+    cursor.map(|c| serde_json::json!({ "cursor": c }))
+}
+
+/// Parameters of `tools/call`; `progress_token` asks the server for progress notifications.
+pub fn call_tool_params(
+    name: &str,
+    arguments: Option<Value>,
+    progress_token: Option<&Value>,
+) -> Value {
+    let mut params = Map::new();
+    params.insert("name".into(), Value::String(name.to_string()));
+    if let Some(args) = arguments {
+        params.insert("arguments".into(), args);
+    }
+    if let Some(token) = progress_token {
+        params.insert(
+            "_meta".into(),
+            serde_json::json!({ "progressToken": token }),
+        );
+    }
+    Value::Object(params)
+}
+
+/// One block of a tool result. Unknown kinds are kept whole as raw JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A base64 image.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// e.g. `image/png`.
+        mime_type: String,
+    },
+    /// Base64 audio.
+    Audio {
+        /// Base64 data.
+        data: String,
+        /// e.g. `audio/wav`.
+        mime_type: String,
+    },
+    /// An embedded resource (kept as sent: text or blob contents).
+    Resource {
+        /// The `resource` member.
+        resource: Value,
+    },
+    /// A kind this client does not model, kept whole.
+    Unknown(Value),
+}
+
+impl ContentBlock {
+    fn from_value(v: Value) -> ContentBlock {
+        let kind = v.get("type").and_then(Value::as_str);
+        let s = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        let known = match kind {
+            Some("text") => s("text").map(|text| ContentBlock::Text { text }),
+            Some("image") => s("data")
+                .zip(s("mimeType"))
+                .map(|(data, mime_type)| ContentBlock::Image { data, mime_type }),
+            Some("audio") => s("data")
+                .zip(s("mimeType"))
+                .map(|(data, mime_type)| ContentBlock::Audio { data, mime_type }),
+            Some("resource") => {
+                v.get("resource")
+                    .filter(|r| r.is_object())
+                    .map(|r| ContentBlock::Resource {
+                        resource: r.clone(),
+                    })
+            }
+            _ => None,
+        };
+        known.unwrap_or(ContentBlock::Unknown(v))
+    }
+
+    /// The block as MCP JSON.
+    pub fn to_value(&self) -> Value {
+        use serde_json::json;
+        match self {
+            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+            ContentBlock::Image { data, mime_type } => {
+                json!({"type": "image", "data": data, "mimeType": mime_type})
+            }
+            ContentBlock::Audio { data, mime_type } => {
+                json!({"type": "audio", "data": data, "mimeType": mime_type})
+            }
+            ContentBlock::Resource { resource } => {
+                json!({"type": "resource", "resource": resource})
+            }
+            ContentBlock::Unknown(v) => v.clone(),
+        }
+    }
+}
+
+/// The result of `tools/call`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallToolResult {
+    /// What the tool returned.
+    pub content: Vec<ContentBlock>,
+    /// The tool ran but reports failure (a result for the model, not a protocol error).
+    pub is_error: bool,
+    /// Structured output, when the server sends it.
+    pub structured_content: Option<Value>,
+}
+
+impl CallToolResult {
+    /// Reads a `tools/call` result.
+    pub fn parse(value: Value) -> Result<CallToolResult, ResultError> {
+        let err = |detail: &str| ResultError {
+            what: "tools/call",
+            detail: detail.to_string(),
+        };
+        let Value::Object(mut map) = value else {
+            return Err(err("not an object"));
+        };
+        let content = match map.remove("content") {
+            Some(Value::Array(items)) => items.into_iter().map(ContentBlock::from_value).collect(),
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => return Err(err("`content` is not an array")),
+        };
+        let is_error = match map.remove("isError") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(_) => return Err(err("`isError` is not a boolean")),
+        };
+        let structured_content = map.remove("structuredContent").filter(|v| !v.is_null());
+        Ok(CallToolResult {
+            content,
+            is_error,
+            structured_content,
+        })
+    }
+
+    /// The concatenated text blocks (a convenience for hosts and tests).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text } = block {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// The result as MCP JSON.
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert(
+            "content".into(),
+            Value::Array(self.content.iter().map(ContentBlock::to_value).collect()),
+        );
+        if self.is_error {
+            map.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(s) = &self.structured_content {
+            map.insert("structuredContent".into(), s.clone());
+        }
+        Value::Object(map)
+    }
+}
+
+/// `notifications/progress` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    /// The token the request carried.
+    pub progress_token: Value,
+    /// Progress so far (increases).
+    pub progress: f64,
+    /// Total, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// A human-readable note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `notifications/cancelled` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledParams {
+    /// The request being cancelled.
+    pub request_id: crate::jsonrpc::RequestId,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `notifications/message` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogMessageParams {
+    /// Syslog-style level (`debug` … `emergency`).
+    pub level: String,
+    /// Which logger, if the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logger: Option<String>,
+    /// Any JSON.
+    #[serde(default)]
+    pub data: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn init(version: &str) -> Value {
+        json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}},
+               "serverInfo": {"name": "s", "version": "1"}})
+    }
+
+    #[test]
+    fn initialize_result_validates() {
+        let r = InitializeResult::validate(init(PROTOCOL_VERSION)).unwrap();
+        assert_eq!(r.server_info.name, "s");
+        assert!(r.capabilities.tools.is_some());
+        assert_eq!(
+            InitializeResult::validate(init("2024-11-05")),
+            Err(InitializeError::UnsupportedVersion("2024-11-05".into()))
+        );
+        let mut no_info = init(PROTOCOL_VERSION);
+        no_info.as_object_mut().unwrap().remove("serverInfo");
+        assert_eq!(
+            InitializeResult::validate(no_info),
+            Err(InitializeError::MissingField("serverInfo"))
+        );
+        let mut bad_caps = init(PROTOCOL_VERSION);
+        bad_caps["capabilities"] = json!(3);
+        assert_eq!(
+            InitializeResult::validate(bad_caps),
+            Err(InitializeError::MissingField("capabilities"))
+        );
+        assert_eq!(
+            InitializeResult::validate(json!([])),
+            Err(InitializeError::NotAnObject)
+        );
+        assert_eq!(
+            InitializeResult::validate(json!({})),
+            Err(InitializeError::MissingField("protocolVersion"))
+        );
+    }
+
+    #[test]
+    fn initialize_params_carry_version_and_client_info() {
+        let v = serde_json::to_value(InitializeParams::new("mcpvisor", "0.1.0")).unwrap();
+        assert_eq!(v["protocolVersion"], PROTOCOL_VERSION);
+        assert_eq!(v["clientInfo"]["name"], "mcpvisor");
+        assert!(v["capabilities"].is_object());
+    }
+
+    #[test]
+    fn tools_page_sets_aside_bad_entries() {
+        let page = ToolsPage::parse(json!({"tools": [
+            {"name": "a", "inputSchema": {"type": "object"}},
+            {"description": "no name"},
+            {"name": "b"}
+        ], "nextCursor": "2"}))
+        .unwrap();
+        assert_eq!(page.tools.len(), 2);
+        assert_eq!(page.rejected.len(), 1);
+        assert_eq!(page.next_cursor.as_deref(), Some("2"));
+        assert!(ToolsPage::parse(json!({"tools": 1})).is_err());
+    }
+
+    #[test]
+    fn call_result_keeps_every_block_kind() {
+        let r = CallToolResult::parse(json!({"content": [
+            {"type": "text", "text": "hi"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "x://y", "text": "t"}},
+            {"type": "resource_link", "uri": "x://z"},
+            {"type": "text"}
+        ], "isError": true}))
+        .unwrap();
+        assert!(r.is_error);
+        assert_eq!(r.content.len(), 6);
+        assert!(matches!(r.content[3], ContentBlock::Resource { .. }));
+        assert!(matches!(r.content[4], ContentBlock::Unknown(_)));
+        assert!(
+            matches!(r.content[5], ContentBlock::Unknown(_)),
+            "malformed text kept raw"
+        );
+        assert_eq!(r.text(), "hi");
+        assert_eq!(CallToolResult::parse(r.to_value()).unwrap(), r);
+    }
+
+    #[test]
+    fn call_params_carry_progress_token() {
+        let p = call_tool_params("echo", Some(json!({"text": "x"})), Some(&json!(4)));
+        assert_eq!(p["_meta"]["progressToken"], 4);
+        assert_eq!(p["arguments"]["text"], "x");
+    }
+}

@@ -1,0 +1,534 @@
+//! The client side of one MCP connection as a state machine without I/O.
+//!
+//! The caller feeds it parsed messages and asks it for messages to send; it
+//! allocates request ids, keeps the pending table (each entry carrying a caller
+//! token `T`, such as a reply channel), runs the handshake and turns what the
+//! server sends into [`SessionEvent`]s. Sockets, processes and clocks stay outside.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
+};
+use crate::messages::{
+    CancelledParams, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
+    ProgressParams, methods,
+};
+
+/// Where the handshake stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandshakeState {
+    /// Nothing sent yet.
+    New,
+    /// `initialize` sent, waiting for its answer.
+    Initializing(RequestId),
+    /// Handshake complete.
+    Ready(Box<InitializeResult>),
+    /// Closed: no more requests.
+    Closed,
+}
+
+/// Why the handshake failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InitializeFailure {
+    /// The server's answer was refused by validation.
+    #[error(transparent)]
+    Invalid(#[from] InitializeError),
+    /// The server answered `initialize` with an error.
+    #[error("server refused initialize: {} (code {})", .0.message, .0.code)]
+    Refused(ErrorObject),
+}
+
+/// Misuse of the session by its driver.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A request before the handshake completed.
+    #[error("session is not initialized")]
+    NotReady,
+    /// `initialize` sent twice.
+    #[error("initialize was already sent")]
+    AlreadyInitializing,
+    /// The session was closed.
+    #[error("session is closed")]
+    Closed,
+}
+
+/// Why an incoming message produced no event.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Ignored {
+    /// A response whose id is not pending (late, duplicate or invented).
+    UnknownResponseId(RequestId),
+    /// An error response without an id.
+    ErrorWithoutId(ErrorObject),
+    /// A notification this client does not handle.
+    UnknownNotification(String),
+    /// A notification whose params did not parse.
+    MalformedNotification(String),
+    /// The server cancelled one of its own requests (this client answers at once, so nothing is in flight).
+    ServerCancelled,
+}
+
+/// What an incoming message means to the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent<T> {
+    /// The handshake completed; the `initialized` notification is in the reply.
+    Ready(Box<InitializeResult>),
+    /// The handshake failed; the connection should be closed.
+    InitializeFailed(InitializeFailure),
+    /// A pending request was answered.
+    Response {
+        /// The caller's token for the request.
+        token: T,
+        /// The result.
+        result: Value,
+    },
+    /// A pending request failed.
+    ErrorResponse {
+        /// The caller's token for the request.
+        token: T,
+        /// The error.
+        error: ErrorObject,
+    },
+    /// The server asked something; the reply is already prepared (ping, or -32601).
+    ServerRequest {
+        /// The method the server asked for.
+        method: String,
+    },
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/progress`.
+    Progress(ProgressParams),
+    /// `notifications/message`.
+    Log(LogMessageParams),
+    /// Nothing to do; kept for logging.
+    Ignored(Ignored),
+}
+
+/// The outcome of one incoming message: an event, and possibly a message to send back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handled<T> {
+    /// What happened.
+    pub event: SessionEvent<T>,
+    /// What to send back, if anything.
+    pub reply: Option<Message>,
+}
+
+enum Pending<T> {
+    Initialize,
+    Request(T),
+}
+
+/// A client session: one per connection.
+pub struct ClientSession<T> {
+    next_id: i64,
+    pending: HashMap<RequestId, Pending<T>>,
+    state: HandshakeState,
+    params: InitializeParams,
+}
+
+impl<T> ClientSession<T> {
+    /// A new session that will introduce itself as `name`/`version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientSession {
+            next_id: 0,
+            pending: HashMap::new(),
+            state: HandshakeState::New,
+            params: InitializeParams::new(name, version),
+        }
+    }
+
+    /// The handshake state.
+    pub fn state(&self) -> &HandshakeState {
+        &self.state
+    }
+
+    /// True once the handshake completed and before close.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, HandshakeState::Ready(_))
+    }
+
+    /// Requests awaiting an answer.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn alloc_id(&mut self) -> RequestId {
+        self.next_id += 1;
+        RequestId::Number(self.next_id)
+    }
+
+    /// Starts the handshake: returns the `initialize` request to send.
+    pub fn initialize(&mut self) -> Result<Message, SessionError> {
+        match self.state {
+            HandshakeState::New => {}
+            HandshakeState::Closed => return Err(SessionError::Closed),
+            _ => return Err(SessionError::AlreadyInitializing),
+        }
+        let id = self.alloc_id();
+        self.pending.insert(id.clone(), Pending::Initialize);
+        self.state = HandshakeState::Initializing(id.clone());
+        let params = serde_json::to_value(&self.params).unwrap_or(Value::Null);
+        Ok(Message::Request(Request::new(
+            id,
+            methods::INITIALIZE,
+            Some(params),
+        )))
+    }
+
+    /// Builds a request after the handshake; `token` comes back with its answer.
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        token: T,
+    ) -> Result<(RequestId, Message), SessionError> {
+        match self.state {
+            HandshakeState::Ready(_) => {}
+            HandshakeState::Closed => return Err(SessionError::Closed),
+            _ => return Err(SessionError::NotReady),
+        }
+        let id = self.alloc_id();
+        self.pending.insert(id.clone(), Pending::Request(token));
+        let msg = Message::Request(Request::new(id.clone(), method, params));
+        Ok((id, msg))
+    }
+
+    /// Stops waiting for `id`: returns its token and the `notifications/cancelled` to send.
+    pub fn cancel(&mut self, id: &RequestId, reason: Option<String>) -> Option<(T, Message)> {
+        let token = self.forget(id)?;
+        let params = CancelledParams {
+            request_id: id.clone(),
+            reason,
+        };
+        let note = Notification::new(methods::CANCELLED, serde_json::to_value(params).ok());
+        Some((token, Message::Notification(note)))
+    }
+
+    /// Stops waiting for `id` without telling the server.
+    pub fn forget(&mut self, id: &RequestId) -> Option<T> {
+        match self.pending.remove(id)? {
+            Pending::Request(t) => Some(t),
+            Pending::Initialize => None,
+        }
+    }
+
+    /// Closes the session and hands back every pending token, so the driver can fail them.
+    pub fn close(&mut self) -> Vec<T> {
+        self.state = HandshakeState::Closed;
+        self.pending
+            .drain()
+            .filter_map(|(_, p)| match p {
+                Pending::Request(t) => Some(t),
+                Pending::Initialize => None,
+            })
+            .collect()
+    }
+
+    /// Handles one message from the server.
+    pub fn handle(&mut self, msg: Message) -> Handled<T> {
+        match msg {
+            Message::Response(Response { id, result }) => self.on_response(id, Ok(result)),
+            Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }) => self.on_response(id, Err(error)),
+            Message::Error(ErrorResponse { id: None, error }) => {
+                ignored(Ignored::ErrorWithoutId(error))
+            }
+            Message::Request(req) => self.on_request(req),
+            Message::Notification(n) => on_notification(n),
+        }
+    }
+
+    fn on_response(&mut self, id: RequestId, outcome: Result<Value, ErrorObject>) -> Handled<T> {
+        let Some(pending) = self.pending.remove(&id) else {
+            return ignored(Ignored::UnknownResponseId(id));
+        };
+        match pending {
+            Pending::Initialize => self.on_initialize_answer(outcome),
+            Pending::Request(token) => no_reply(match outcome {
+                Ok(result) => SessionEvent::Response { token, result },
+                Err(error) => SessionEvent::ErrorResponse { token, error },
+            }),
+        }
+    }
+
+    fn on_initialize_answer(&mut self, outcome: Result<Value, ErrorObject>) -> Handled<T> {
+        let validated = match outcome {
+            Ok(result) => InitializeResult::validate(result).map_err(InitializeFailure::from),
+            Err(error) => Err(InitializeFailure::Refused(error)),
+        };
+        match validated {
+            Ok(result) => {
+                let result = Box::new(result);
+                self.state = HandshakeState::Ready(result.clone());
+                Handled {
+                    event: SessionEvent::Ready(result),
+                    reply: Some(Message::Notification(Notification::new(
+                        methods::INITIALIZED,
+                        None,
+                    ))),
+                }
+            }
+            Err(failure) => {
+                self.state = HandshakeState::Closed;
+                no_reply(SessionEvent::InitializeFailed(failure))
+            }
+        }
+    }
+
+    fn on_request(&mut self, req: Request) -> Handled<T> {
+        // The spec allows ping at any time; everything else this client does not offer.
+        let reply = if req.method == methods::PING {
+            Message::Response(Response {
+                id: req.id,
+                result: Value::Object(Default::default()),
+            })
+        } else {
+            Message::Error(ErrorResponse::new(
+                Some(req.id),
+                error_codes::METHOD_NOT_FOUND,
+                format!("method not found: {}", req.method),
+            ))
+        };
+        Handled {
+            event: SessionEvent::ServerRequest { method: req.method },
+            reply: Some(reply),
+        }
+    }
+}
+
+fn on_notification<T>(n: Notification) -> Handled<T> {
+    fn parse<P: serde::de::DeserializeOwned>(n: &Notification) -> Option<P> {
+        serde_json::from_value(n.params.clone().unwrap_or(Value::Null)).ok()
+    }
+    let event = match n.method.as_str() {
+        methods::TOOLS_LIST_CHANGED => SessionEvent::ToolsChanged,
+        methods::PROGRESS => match parse(&n) {
+            Some(p) => SessionEvent::Progress(p),
+            None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
+        },
+        methods::LOG_MESSAGE => match parse(&n) {
+            Some(p) => SessionEvent::Log(p),
+            None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
+        },
+        methods::CANCELLED => SessionEvent::Ignored(Ignored::ServerCancelled),
+        _ => SessionEvent::Ignored(Ignored::UnknownNotification(n.method)),
+    };
+    no_reply(event)
+}
+
+fn no_reply<T>(event: SessionEvent<T>) -> Handled<T> {
+    Handled { event, reply: None }
+}
+
+fn ignored<T>(why: Ignored) -> Handled<T> {
+    no_reply(SessionEvent::Ignored(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::PROTOCOL_VERSION;
+    use serde_json::json;
+
+    fn ready_session() -> ClientSession<&'static str> {
+        let mut s = ClientSession::new("test", "1");
+        let init = s.initialize().unwrap();
+        let Message::Request(req) = init else {
+            panic!()
+        };
+        let h = s.handle(Message::Response(Response {
+            id: req.id,
+            result: json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                           "serverInfo": {"name": "srv", "version": "1"}}),
+        }));
+        assert!(matches!(h.event, SessionEvent::Ready(_)));
+        assert!(
+            matches!(h.reply, Some(Message::Notification(ref n)) if n.method == methods::INITIALIZED)
+        );
+        s
+    }
+
+    #[test]
+    fn handshake_then_requests_get_distinct_ids() {
+        let mut s = ready_session();
+        let (a, _) = s.request("tools/list", None, "a").unwrap();
+        let (b, _) = s.request("tools/list", None, "b").unwrap();
+        assert_ne!(a, b);
+        let h = s.handle(Message::Response(Response {
+            id: b,
+            result: json!(2),
+        }));
+        assert_eq!(
+            h.event,
+            SessionEvent::Response {
+                token: "b",
+                result: json!(2)
+            }
+        );
+        let h = s.handle(Message::Response(Response {
+            id: a,
+            result: json!(1),
+        }));
+        assert_eq!(
+            h.event,
+            SessionEvent::Response {
+                token: "a",
+                result: json!(1)
+            }
+        );
+        assert_eq!(s.pending_len(), 0);
+    }
+
+    #[test]
+    fn requests_before_handshake_are_refused() {
+        let mut s: ClientSession<()> = ClientSession::new("t", "1");
+        assert_eq!(
+            s.request("tools/list", None, ()).unwrap_err(),
+            SessionError::NotReady
+        );
+        s.initialize().unwrap();
+        assert_eq!(
+            s.initialize().unwrap_err(),
+            SessionError::AlreadyInitializing
+        );
+    }
+
+    #[test]
+    fn wrong_version_fails_the_handshake() {
+        let mut s: ClientSession<()> = ClientSession::new("t", "1");
+        let Message::Request(req) = s.initialize().unwrap() else {
+            panic!()
+        };
+        let h = s.handle(Message::Response(Response {
+            id: req.id,
+            result: json!({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}}),
+        }));
+        assert!(matches!(
+            h.event,
+            SessionEvent::InitializeFailed(InitializeFailure::Invalid(
+                InitializeError::UnsupportedVersion(_)
+            ))
+        ));
+        assert_eq!(s.state(), &HandshakeState::Closed);
+    }
+
+    #[test]
+    fn unknown_and_duplicate_answers_are_ignored() {
+        let mut s = ready_session();
+        let (id, _) = s.request("x", None, "t").unwrap();
+        let answer = Message::Response(Response {
+            id: id.clone(),
+            result: json!(1),
+        });
+        assert!(matches!(
+            s.handle(answer.clone()).event,
+            SessionEvent::Response { .. }
+        ));
+        assert_eq!(
+            s.handle(answer).event,
+            SessionEvent::Ignored(Ignored::UnknownResponseId(id))
+        );
+        let invented = Message::Response(Response {
+            id: RequestId::String("zz".into()),
+            result: json!(1),
+        });
+        assert!(matches!(
+            s.handle(invented).event,
+            SessionEvent::Ignored(Ignored::UnknownResponseId(_))
+        ));
+    }
+
+    #[test]
+    fn cancel_frees_the_slot_and_builds_the_notification() {
+        let mut s = ready_session();
+        let (id, _) = s.request("tools/call", None, "t").unwrap();
+        let (token, note) = s.cancel(&id, Some("user".into())).unwrap();
+        assert_eq!(token, "t");
+        let Message::Notification(n) = note else {
+            panic!()
+        };
+        assert_eq!(n.method, methods::CANCELLED);
+        assert_eq!(n.params.unwrap()["requestId"], json!(2));
+        assert_eq!(s.pending_len(), 0);
+        let late = s.handle(Message::Response(Response {
+            id,
+            result: json!(1),
+        }));
+        assert!(matches!(
+            late.event,
+            SessionEvent::Ignored(Ignored::UnknownResponseId(_))
+        ));
+    }
+
+    #[test]
+    fn server_requests_get_ping_answers_or_method_not_found() {
+        let mut s = ready_session();
+        let h = s.handle(Message::Request(Request::new(
+            RequestId::String("p".into()),
+            "ping",
+            None,
+        )));
+        assert_eq!(
+            h.reply,
+            Some(Message::Response(Response {
+                id: RequestId::String("p".into()),
+                result: json!({})
+            }))
+        );
+        let h = s.handle(Message::Request(Request::new(
+            RequestId::Number(9),
+            "sampling/createMessage",
+            None,
+        )));
+        let Some(Message::Error(e)) = h.reply else {
+            panic!()
+        };
+        assert_eq!(e.error.code, error_codes::METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn notifications_become_events() {
+        let mut s = ready_session();
+        let n = |m: &str, p: Value| Message::Notification(Notification::new(m, Some(p)));
+        assert_eq!(
+            s.handle(n(methods::TOOLS_LIST_CHANGED, json!({}))).event,
+            SessionEvent::ToolsChanged
+        );
+        let h = s.handle(n(
+            methods::PROGRESS,
+            json!({"progressToken": 3, "progress": 1, "total": 2}),
+        ));
+        assert!(matches!(
+            h.event,
+            SessionEvent::Progress(ProgressParams { total: Some(_), .. })
+        ));
+        let h = s.handle(n(
+            methods::LOG_MESSAGE,
+            json!({"level": "info", "data": "x"}),
+        ));
+        assert!(matches!(h.event, SessionEvent::Log(_)));
+        let h = s.handle(n(methods::PROGRESS, json!({"nope": 1})));
+        assert!(matches!(
+            h.event,
+            SessionEvent::Ignored(Ignored::MalformedNotification(_))
+        ));
+    }
+
+    #[test]
+    fn close_returns_every_pending_token() {
+        let mut s = ready_session();
+        s.request("a", None, "1").unwrap();
+        s.request("b", None, "2").unwrap();
+        let mut tokens = s.close();
+        tokens.sort_unstable();
+        assert_eq!(tokens, vec!["1", "2"]);
+        assert_eq!(s.request("c", None, "3").unwrap_err(), SessionError::Closed);
+    }
+}
