@@ -1,0 +1,78 @@
+//! Transport errors: one enum a host can match on.
+
+use std::fmt;
+use std::io;
+use std::process::ExitStatus;
+use std::sync::Arc;
+
+/// How a server process ended, as far as is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo(pub Option<ExitStatus>);
+
+impl ExitInfo {
+    /// The exit code, if the process exited normally.
+    pub fn code(&self) -> Option<i32> {
+        self.0.and_then(|s| s.code())
+    }
+
+    /// The signal that ended the process, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.0.and_then(|s| s.signal())
+    }
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code(), self.signal()) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(sig)) => write!(f, "killed by signal {sig}"),
+            (None, None) => f.write_str("exit status unknown"),
+        }
+    }
+}
+
+/// Why a transport failed. Cheap to clone, so one failure can end many pending calls.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The server process could not be started.
+    #[error("failed to start `{command}`: {source}")]
+    Spawn {
+        /// The command (never its environment).
+        command: String,
+        /// Why.
+        source: Arc<io::Error>,
+    },
+    /// The server sent a line longer than the frame limit.
+    #[error("server sent a frame over the {limit}-byte limit")]
+    FrameTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The server closed its output; the process ended with `status`.
+    #[error("server process closed the connection ({status}){}", stderr_suffix(.stderr_tail))]
+    Exited {
+        /// How it ended.
+        status: ExitInfo,
+        /// The last lines it wrote to stderr.
+        stderr_tail: String,
+    },
+    /// Writing to the server failed.
+    #[error("writing to the server failed: {0}")]
+    Write(Arc<io::Error>),
+    /// Reading from the server failed.
+    #[error("reading from the server failed: {0}")]
+    Read(Arc<io::Error>),
+    /// The transport was already shut down.
+    #[error("transport is closed")]
+    Closed,
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr: {tail}")
+    }
+}

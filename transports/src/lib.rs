@@ -1,0 +1,22 @@
+//! Transports that carry MCP messages between mcpvisor and a server.
+//!
+//! Every transport has the same shape: it is spawned with a [`TransportSink`]
+//! that receives [`TransportEvent`]s (messages, malformed frames, and one final
+//! `Closed` with a [`TransportError`]), it sends one message at a time, and it
+//! has an idempotent `shutdown` that leaves nothing running. This crate knows
+//! nothing of actors; the actors crate drives it.
+//!
+//! - [`stdio`]: a child process in its own process group, newline-delimited JSON-RPC.
+//! - [`secret`]: the redacting string type for environment and header values.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod event;
+pub mod secret;
+pub mod stdio;
+
+pub use error::{ExitInfo, TransportError};
+pub use event::{TransportEvent, TransportSink};
+pub use secret::SecretString;
+pub use stdio::{StdioOptions, StdioSpec, StdioTransport};

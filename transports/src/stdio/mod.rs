@@ -1,0 +1,244 @@
+//! The stdio transport: an MCP server as a child process.
+//!
+//! The child runs in its own process group, so teardown reaches everything it
+//! forked. Messages are newline-delimited JSON-RPC (not LSP `Content-Length`
+//! framing) with a hard frame limit. Stderr is read line by line into `tracing`,
+//! and its last lines are kept for error messages. When stdout ends, every
+//! pending request fails with the exit status and that stderr tail.
+
+mod reader;
+mod stderr;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::STDIO_FRAME_LIMIT;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use parking_lot::Mutex;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{ExitInfo, TransportError};
+use crate::event::TransportSink;
+use crate::secret::SecretString;
+use reader::StdoutReader;
+use stderr::{StderrTail, pump_stderr};
+
+/// What to run. Environment values are secrets: `Debug` never shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StdioSpec {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, SecretString)>,
+    /// Working directory; the host's when absent.
+    pub cwd: Option<PathBuf>,
+}
+
+impl StdioSpec {
+    /// A spec for `command` with `args`, no extra environment, the host's directory.
+    pub fn new(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        StdioSpec {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+}
+
+impl fmt::Debug for StdioSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, _)| format!("{k}=[redacted]"))
+            .collect();
+        f.debug_struct("StdioSpec")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+/// Limits and timings of a stdio connection.
+#[derive(Debug, Clone)]
+pub struct StdioOptions {
+    /// Longest line accepted from the server.
+    pub frame_limit: usize,
+    /// Stderr lines kept for error messages.
+    pub stderr_tail_lines: usize,
+    /// How long teardown waits after closing stdin, and again after SIGTERM.
+    pub grace: Duration,
+    /// How long to wait for the exit status once stdout has ended.
+    pub exit_wait: Duration,
+}
+
+impl Default for StdioOptions {
+    fn default() -> Self {
+        StdioOptions {
+            frame_limit: STDIO_FRAME_LIMIT,
+            stderr_tail_lines: 20,
+            grace: Duration::from_millis(500),
+            exit_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A running stdio server. Dropping it without [`StdioTransport::shutdown`]
+/// still kills the whole process group.
+pub struct StdioTransport {
+    stdin: Option<ChildStdin>,
+    child: Arc<tokio::sync::Mutex<Child>>,
+    pid: u32,
+    tasks: Vec<JoinHandle<()>>,
+    grace: Duration,
+    down: bool,
+    server: Arc<str>,
+}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("server", &self.server)
+            .field("pid", &self.pid)
+            .field("down", &self.down)
+            .finish()
+    }
+}
+
+impl StdioTransport {
+    /// Starts the server and its reader tasks; events go to `sink`.
+    pub fn spawn<S: TransportSink>(
+        server: &str,
+        spec: &StdioSpec,
+        options: &StdioOptions,
+        sink: Arc<S>,
+    ) -> Result<StdioTransport, TransportError> {
+        let mut cmd = Command::new(&spec.command);
+        cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v.expose())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = &spec.cwd {
+            cmd.current_dir(dir);
+        }
+        let spawn_err = |e: std::io::Error| TransportError::Spawn {
+            command: spec.command.clone(),
+            source: Arc::new(e),
+        };
+        let mut child = cmd.spawn().map_err(spawn_err)?;
+        let pid = child
+            .id()
+            .ok_or_else(|| spawn_err(std::io::Error::other("process exited at once")))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(spawn_err(std::io::Error::other("stdio pipes missing")));
+        };
+        let server: Arc<str> = Arc::from(server);
+        let child = Arc::new(tokio::sync::Mutex::new(child));
+        let tail = Arc::new(Mutex::new(StderrTail::new(options.stderr_tail_lines)));
+        let (stderr_done_tx, stderr_done) = oneshot::channel();
+        let stderr_task = {
+            let (server, tail) = (server.clone(), tail.clone());
+            tokio::spawn(async move {
+                pump_stderr(stderr, server, tail).await;
+                let _ = stderr_done_tx.send(());
+            })
+        };
+        let reader = StdoutReader {
+            sink,
+            frame_limit: options.frame_limit,
+            child: child.clone(),
+            stderr_done,
+            stderr_tail: tail,
+            exit_wait: options.exit_wait,
+            server: server.clone(),
+        };
+        let stdout_task = tokio::spawn(reader.run(stdout));
+        tracing::debug!(server = %server, pid, command = %spec.command, "started stdio server");
+        Ok(StdioTransport {
+            stdin: Some(stdin),
+            child,
+            pid,
+            tasks: vec![stdout_task, stderr_task],
+            grace: options.grace,
+            down: false,
+            server,
+        })
+    }
+
+    /// The server's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes one message; `line` must not contain a newline, one is appended.
+    pub async fn send(&mut self, mut line: Vec<u8>) -> Result<(), TransportError> {
+        let stdin = self.stdin.as_mut().ok_or(TransportError::Closed)?;
+        line.push(b'\n');
+        stdin
+            .write_all(&line)
+            .await
+            .map_err(|e| TransportError::Write(Arc::new(e)))
+    }
+
+    /// Tears the server down: closes stdin, waits, then SIGTERM and SIGKILL to the
+    /// whole process group, and reaps the child. Idempotent.
+    pub async fn shutdown(&mut self) -> ExitInfo {
+        if self.down {
+            return ExitInfo(None);
+        }
+        // Readers first: they would otherwise hold the child lock or report a "crash".
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        drop(self.stdin.take());
+        let pgid = Pid::from_raw(self.pid as i32);
+        let mut child = self.child.lock().await;
+        let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok();
+        if status.is_none() {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            status = tokio::time::timeout(self.grace, child.wait()).await.ok();
+        }
+        if status.is_none() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            status = Some(child.wait().await);
+        }
+        // Whatever the leader left behind in its group goes too.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        self.down = true;
+        let info = ExitInfo(status.and_then(Result::ok));
+        tracing::debug!(server = %self.server, pid = self.pid, "stdio server stopped ({info})");
+        info
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        if !self.down {
+            for task in self.tasks.drain(..) {
+                task.abort();
+            }
+            // Last line of defence (a panic, an aborted task): no process outlives its transport.
+            let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        }
+    }
+}

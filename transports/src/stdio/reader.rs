@@ -1,0 +1,85 @@
+//! The stdout side of a stdio connection: frames in, events out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::{FrameDecoder, FrameError, Message};
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
+use tokio::sync::oneshot;
+
+use super::stderr::StderrTail;
+use crate::error::{ExitInfo, TransportError};
+use crate::event::{TransportEvent, TransportSink};
+
+pub(crate) struct StdoutReader<S> {
+    pub(crate) sink: Arc<S>,
+    pub(crate) frame_limit: usize,
+    pub(crate) child: Arc<tokio::sync::Mutex<Child>>,
+    pub(crate) stderr_done: oneshot::Receiver<()>,
+    pub(crate) stderr_tail: Arc<Mutex<StderrTail>>,
+    pub(crate) exit_wait: Duration,
+    pub(crate) server: Arc<str>,
+}
+
+impl<S: TransportSink> StdoutReader<S> {
+    pub(crate) async fn run(mut self, mut stdout: impl AsyncRead + Unpin) {
+        let mut decoder = FrameDecoder::new(self.frame_limit);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut parsed = Vec::new();
+        loop {
+            let n = match stdout.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    self.sink
+                        .deliver(TransportEvent::Closed(TransportError::Read(Arc::new(e))))
+                        .await;
+                    return;
+                }
+            };
+            let pushed = decoder.push(&buf[..n], |frame| {
+                parsed.push(match Message::parse(frame) {
+                    Ok(incoming) => TransportEvent::Message(incoming),
+                    Err(e) => TransportEvent::Malformed(e),
+                })
+            });
+            for event in parsed.drain(..) {
+                if !self.sink.deliver(event).await {
+                    return;
+                }
+            }
+            if let Err(FrameError::TooLarge { limit }) = pushed {
+                // The connection is no longer trustworthy: the owner tears it down.
+                self.sink
+                    .deliver(TransportEvent::Closed(TransportError::FrameTooLarge {
+                        limit,
+                    }))
+                    .await;
+                return;
+            }
+        }
+        if let Err(e) = decoder.finish() {
+            tracing::warn!(server = %self.server, "{e}");
+        }
+        let status = self.exit_status().await;
+        let stderr_tail = self.stderr_tail.lock().joined();
+        self.sink
+            .deliver(TransportEvent::Closed(TransportError::Exited {
+                status,
+                stderr_tail,
+            }))
+            .await;
+    }
+
+    /// Waits a little for stderr to drain and the process to end, so the error can say how it ended.
+    async fn exit_status(&mut self) -> ExitInfo {
+        let _ = tokio::time::timeout(self.exit_wait, &mut self.stderr_done).await;
+        let mut child = self.child.lock().await;
+        match tokio::time::timeout(self.exit_wait, child.wait()).await {
+            Ok(Ok(status)) => ExitInfo(Some(status)),
+            _ => ExitInfo(None),
+        }
+    }
+}

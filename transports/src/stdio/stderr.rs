@@ -1,0 +1,113 @@
+//! A server's stderr: each line goes to `tracing`, the last few are kept for errors.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Longest stderr line kept or logged; the rest of a longer line is dropped.
+pub(crate) const MAX_LINE: usize = 4096;
+
+/// The last lines a server wrote to stderr, bounded in count and length.
+#[derive(Debug, Default)]
+pub(crate) struct StderrTail {
+    lines: VecDeque<String>,
+    capacity: usize,
+}
+
+impl StderrTail {
+    pub(crate) fn new(capacity: usize) -> Self {
+        StderrTail {
+            lines: VecDeque::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    fn push(&mut self, line: String) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.lines.len() == self.capacity {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    /// The kept lines joined with ` | `, for one-line error messages.
+    pub(crate) fn joined(&self) -> String {
+        self.lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+/// Reads `stderr` to its end, line by line, never holding more than [`MAX_LINE`] bytes of a line.
+pub(crate) async fn pump_stderr(
+    mut stderr: impl AsyncRead + Unpin,
+    server: Arc<str>,
+    tail: Arc<Mutex<StderrTail>>,
+) {
+    let mut buf = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut truncated = false;
+    let emit = |line: &mut Vec<u8>, truncated: &mut bool| {
+        let mut text = String::from_utf8_lossy(line)
+            .trim_end_matches('\r')
+            .to_string();
+        if *truncated {
+            text.push('…');
+        }
+        tracing::debug!(target: "mcpvisor::server_stderr", server = %server, "{text}");
+        tail.lock().push(text);
+        line.clear();
+        *truncated = false;
+    };
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for part in buf[..n].split_inclusive(|&b| b == b'\n') {
+            let (body, complete) = match part.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (part, false),
+            };
+            let room = MAX_LINE.saturating_sub(line.len());
+            if body.len() > room {
+                truncated = true;
+            }
+            line.extend_from_slice(&body[..body.len().min(room)]);
+            if complete {
+                emit(&mut line, &mut truncated);
+            }
+        }
+    }
+    if !line.is_empty() {
+        emit(&mut line, &mut truncated);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keeps_a_bounded_tail_of_bounded_lines() {
+        let mut input = Vec::new();
+        for i in 0..100 {
+            input.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        input.extend(std::iter::repeat_n(b'y', MAX_LINE * 3));
+        input.extend_from_slice(b"\nlast");
+        let tail = Arc::new(Mutex::new(StderrTail::new(3)));
+        pump_stderr(&input[..], Arc::from("s"), tail.clone()).await;
+        let t = tail.lock();
+        assert_eq!(t.lines.len(), 3);
+        assert_eq!(t.lines[0], "line 99");
+        assert_eq!(t.lines[1].len(), MAX_LINE + '…'.len_utf8());
+        assert_eq!(t.lines[2], "last");
+    }
+}

@@ -1,0 +1,204 @@
+//! The stdio transport against real child processes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::{Incoming, Message};
+use mcpvisor_transports::{
+    StdioOptions, StdioSpec, StdioTransport, TransportError, TransportEvent, TransportSink,
+};
+use tokio::sync::mpsc;
+
+struct ChannelSink(mpsc::UnboundedSender<TransportEvent>);
+
+impl TransportSink for ChannelSink {
+    async fn deliver(&self, event: TransportEvent) -> bool {
+        self.0.send(event).is_ok()
+    }
+}
+
+fn sh(script: &str) -> StdioSpec {
+    StdioSpec::new("sh", ["-c", script])
+}
+
+fn start(
+    script: &str,
+    options: StdioOptions,
+) -> (StdioTransport, mpsc::UnboundedReceiver<TransportEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let t = StdioTransport::spawn("test", &sh(script), &options, Arc::new(ChannelSink(tx)))
+        .expect("spawn");
+    (t, rx)
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<TransportEvent>) -> TransportEvent {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("event within 10 s")
+        .expect("channel open")
+}
+
+/// Processes (not zombies) whose process group is `pgid`, read from /proc.
+fn live_group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name: state ppid pgrp ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn messages_round_trip_through_cat() {
+    let (mut t, mut rx) = start("exec cat", StdioOptions::default());
+    t.send(br#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#.to_vec())
+        .await
+        .unwrap();
+    match next(&mut rx).await {
+        TransportEvent::Message(Incoming::Single(Message::Response(r))) => {
+            assert_eq!(r.result["ok"], true)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    t.send(b"not json".to_vec()).await.unwrap();
+    assert!(matches!(next(&mut rx).await, TransportEvent::Malformed(_)));
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn eof_reports_exit_status_and_stderr_tail() {
+    let (_t, mut rx) = start(
+        "echo first >&2; echo 'boom: bad config' >&2; exit 3",
+        StdioOptions::default(),
+    );
+    match next(&mut rx).await {
+        TransportEvent::Closed(TransportError::Exited {
+            status,
+            stderr_tail,
+        }) => {
+            assert_eq!(status.code(), Some(3));
+            assert!(stderr_tail.contains("boom: bad config"), "{stderr_tail}");
+            let shown = TransportError::Exited {
+                status,
+                stderr_tail,
+            }
+            .to_string();
+            assert!(shown.contains("exit code 3"), "{shown}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn over_long_line_closes_with_a_frame_error() {
+    let options = StdioOptions {
+        frame_limit: 1000,
+        ..StdioOptions::default()
+    };
+    let (mut t, mut rx) = start(
+        "head -c 1001 /dev/zero | tr '\\0' x; echo; exec cat",
+        options,
+    );
+    match next(&mut rx).await {
+        TransportEvent::Closed(TransportError::FrameTooLarge { limit }) => assert_eq!(limit, 1000),
+        other => panic!("unexpected {other:?}"),
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn line_at_the_limit_is_accepted() {
+    let options = StdioOptions {
+        frame_limit: 1000,
+        ..StdioOptions::default()
+    };
+    // 1000 bytes: a JSON string of 998 x's plus its quotes, which is not an object.
+    let (mut t, mut rx) = start(
+        "printf '\"'; head -c 998 /dev/zero | tr '\\0' x; printf '\"\\n'; exec cat",
+        options,
+    );
+    assert!(matches!(next(&mut rx).await, TransportEvent::Malformed(_)));
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_kills_the_whole_group_including_grandchildren() {
+    // The server ignores SIGTERM and stdin EOF, and leaves two grandchildren behind.
+    let options = StdioOptions {
+        grace: Duration::from_millis(100),
+        ..StdioOptions::default()
+    };
+    let (mut t, _rx) = start(
+        "trap '' TERM; sleep 1000 & sleep 1000 & while :; do sleep 1; done",
+        options,
+    );
+    let pgid = t.pid();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while live_group_members(pgid).len() < 3 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        live_group_members(pgid).len() >= 3,
+        "server and grandchildren running"
+    );
+    let status = t.shutdown().await;
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "SIGTERM is ignored, so SIGKILL ends it"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !live_group_members(pgid).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(live_group_members(pgid), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn dropping_the_transport_kills_the_group() {
+    let (t, _rx) = start("sleep 1000 & exec sleep 1000", StdioOptions::default());
+    let pgid = t.pid();
+    drop(t);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !live_group_members(pgid).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(live_group_members(pgid), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn missing_command_is_a_spawn_error() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let spec = StdioSpec::new("/nonexistent/mcp-server", Vec::<String>::new());
+    let err = StdioTransport::spawn(
+        "x",
+        &spec,
+        &StdioOptions::default(),
+        Arc::new(ChannelSink(tx)),
+    )
+    .unwrap_err();
+    assert!(matches!(err, TransportError::Spawn { .. }));
+    assert!(err.to_string().contains("/nonexistent/mcp-server"));
+}
+
+#[test]
+fn spec_debug_redacts_env_values() {
+    let mut spec = StdioSpec::new("server", ["--flag"]);
+    spec.env
+        .push(("API_TOKEN".into(), "tok-8f3a9c-secret".to_string().into()));
+    let shown = format!("{spec:?}");
+    assert!(!shown.contains("tok-8f3a9c-secret"), "{shown}");
+    assert!(shown.contains("API_TOKEN=[redacted]"), "{shown}");
+}
