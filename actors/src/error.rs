@@ -1,0 +1,127 @@
+//! Errors a host sees from calls and from starting a supervisor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::ErrorObject;
+use mcpvisor_protocol::messages::ResultError;
+use mcpvisor_protocol::session::InitializeFailure;
+use mcpvisor_transports::TransportError;
+
+/// Why a tool call did not return a result.
+///
+/// A result with `is_error: true` is not an error here: the tool ran and its
+/// failure is for the model to read.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No route has this name (unknown, ambiguous, or its server is down).
+    #[error("no tool is routed as `{0}`")]
+    UnknownTool(String),
+    /// The server is not running or not ready.
+    #[error("server `{server}` is not available")]
+    ServerUnavailable {
+        /// Which server.
+        server: Arc<str>,
+    },
+    /// This call ran longer than its timeout; the connection was terminated.
+    #[error("call to server `{server}` timed out after {after:?}; the connection was restarted")]
+    Timeout {
+        /// Which server.
+        server: Arc<str>,
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+    /// Another request on the same connection timed out, which terminated the connection.
+    #[error("server `{server}` connection was terminated because a request timed out")]
+    ConnectionTimedOut {
+        /// Which server.
+        server: Arc<str>,
+    },
+    /// The transport failed (process exited, frame too large, I/O error).
+    #[error("server `{server}` connection failed: {source}")]
+    Transport {
+        /// Which server.
+        server: Arc<str>,
+        /// What failed.
+        source: TransportError,
+    },
+    /// The connection was closed for another reason (shutdown, restart, protocol failure).
+    #[error("server `{server}` connection closed: {reason}")]
+    ConnectionClosed {
+        /// Which server.
+        server: Arc<str>,
+        /// Why.
+        reason: Arc<str>,
+    },
+    /// The call was cancelled by the host.
+    #[error("call was cancelled")]
+    Cancelled,
+    /// The connection has as many requests in flight as it allows.
+    #[error("server `{server}` has {limit} requests in flight; try again later")]
+    Overloaded {
+        /// Which server.
+        server: Arc<str>,
+        /// The in-flight limit.
+        limit: usize,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}` returned error {}: {}", .error.code, .error.message)]
+    Rpc {
+        /// Which server.
+        server: Arc<str>,
+        /// The error object.
+        error: ErrorObject,
+    },
+    /// The server's answer was not a valid tool result.
+    #[error("server `{server}` sent an invalid result: {source}")]
+    InvalidResult {
+        /// Which server.
+        server: Arc<str>,
+        /// What was wrong.
+        source: ResultError,
+    },
+    /// The supervisor has shut down.
+    #[error("mcpvisor has shut down")]
+    Shutdown,
+}
+
+impl CallError {
+    /// True for [`CallError::Timeout`] and [`CallError::ConnectionTimedOut`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            CallError::Timeout { .. } | CallError::ConnectionTimedOut { .. }
+        )
+    }
+}
+
+/// Why a server connection ended (reported in events and server status).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The transport failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The handshake failed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[from] InitializeFailure),
+    /// Initialize plus the first full tools/list did not finish in time.
+    #[error("startup did not finish within {0:?}")]
+    StartupTimeout(Duration),
+    /// A request timed out.
+    #[error("a request timed out after {0:?}")]
+    RequestTimeout(Duration),
+    /// The server broke the protocol in a way the connection cannot survive.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+/// Why a supervisor could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The actor runtime refused to spawn the supervisor.
+    #[error("failed to start the supervisor: {0}")]
+    Spawn(String),
+}

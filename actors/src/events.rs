@@ -1,0 +1,114 @@
+//! Events a host can react to, and the bus that carries them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::QualifiedMcpToolName;
+use mcpvisor_protocol::messages::{LogMessageParams, ProgressParams};
+use tokio::sync::broadcast;
+
+/// Something that happened to a server or to the routes.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// A connection is being set up (attempt 0 is the first start).
+    ServerStarting {
+        /// Which server.
+        server: Arc<str>,
+        /// Consecutive restart attempt; 0 for the first start.
+        attempt: u32,
+    },
+    /// The server finished initialize and its first tools/list; its routes are live.
+    ServerReady {
+        /// Which server.
+        server: Arc<str>,
+        /// Its process id, for stdio servers.
+        pid: Option<u32>,
+        /// Tools it listed.
+        tools: usize,
+    },
+    /// The connection ended and will be restarted after `backoff`.
+    ServerRestarting {
+        /// Which server.
+        server: Arc<str>,
+        /// Consecutive attempt (1-based).
+        attempt: u32,
+        /// Delay before the restart.
+        backoff: Duration,
+        /// Why the connection ended.
+        reason: String,
+    },
+    /// The server failed too often and stays down until a host restarts it.
+    ServerFailed {
+        /// Which server.
+        server: Arc<str>,
+        /// Why it last failed.
+        reason: String,
+    },
+    /// The server was stopped on purpose.
+    ServerStopped {
+        /// Which server.
+        server: Arc<str>,
+    },
+    /// The routes of a server changed.
+    ToolsChanged {
+        /// Which server.
+        server: Arc<str>,
+        /// Its routes now (not counting rejected or conflicting ones).
+        tools: Vec<QualifiedMcpToolName>,
+    },
+    /// Two routes would share a name; neither is advertised.
+    RouteConflict {
+        /// The contested name.
+        name: QualifiedMcpToolName,
+        /// The servers claiming it (a name twice when one server lists a tool twice).
+        servers: Vec<Arc<str>>,
+    },
+    /// A tool cannot form a valid route and is not advertised.
+    RouteRejected {
+        /// Which server.
+        server: Arc<str>,
+        /// The tool name as the server sent it (or the entry that did not parse).
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// Progress of a call.
+    Progress {
+        /// Which server.
+        server: Arc<str>,
+        /// The progress notification.
+        progress: ProgressParams,
+    },
+    /// A log message the server sent over MCP.
+    ServerLog {
+        /// Which server.
+        server: Arc<str>,
+        /// The message.
+        message: LogMessageParams,
+    },
+    /// This subscriber fell behind and missed `count` events.
+    EventsLost {
+        /// How many.
+        count: u64,
+    },
+}
+
+/// Fan-out of events to every subscriber; bounded, never blocks the sender.
+#[derive(Clone)]
+pub(crate) struct EventBus(broadcast::Sender<HostEvent>);
+
+impl EventBus {
+    pub(crate) fn new(capacity: usize) -> Self {
+        EventBus(broadcast::channel(capacity.max(1)).0)
+    }
+
+    pub(crate) fn emit(&self, event: HostEvent) {
+        // No subscribers is fine: events are for whoever listens.
+        let _ = self.0.send(event);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
+        self.0.subscribe()
+    }
+}

@@ -1,0 +1,317 @@
+//! The host-facing handle: start, list tools, call, watch events, shut down.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use mcpvisor_protocol::{CallToolResult, ToolDefinition};
+use ractor::{Actor, ActorRef};
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
+use tokio::time::Sleep;
+
+use crate::error::{CallError, StartError};
+use crate::events::{EventBus, HostEvent};
+use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
+use crate::routes::{RouteSnapshot, RouteTable};
+use crate::server::{CallRequest, ServerMsg};
+use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
+use crate::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
+
+/// A running supervisor and everything a host needs to use it.
+///
+/// Reading tools and routing a call never wait on an actor's mailbox: the
+/// route table is a snapshot that only the registry replaces.
+pub struct Host {
+    supervisor: ActorRef<SupervisorMsg>,
+    routes: Arc<RouteSnapshot>,
+    status: Arc<StatusBoard>,
+    bus: EventBus,
+    next_token: AtomicU64,
+    shut_down: AtomicBool,
+}
+
+impl Host {
+    /// Starts a supervisor for `servers`. Servers start in the background; use
+    /// [`Host::wait_ready`] or [`Host::events`] to know when their tools are routed.
+    pub async fn start(
+        servers: Vec<ServerSpec>,
+        options: SupervisorOptions,
+    ) -> Result<Host, StartError> {
+        let bus = EventBus::new(options.event_capacity);
+        let status = StatusBoard::new();
+        let routes = Arc::new(RouteSnapshot::default());
+        let specs: Vec<(ServerId, ServerSpec)> = servers
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| (ServerId(i as u64 + 1), spec))
+            .collect();
+        for (id, spec) in &specs {
+            status.update(*id, &Arc::from(spec.name.as_str()), |_| {});
+        }
+        let args = SupervisorArgs {
+            specs,
+            options,
+            bus: bus.clone(),
+            status: status.clone(),
+            routes: routes.clone(),
+        };
+        let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor, args)
+            .await
+            .map_err(|e| StartError::Spawn(e.to_string()))?;
+        Ok(Host {
+            supervisor,
+            routes,
+            status,
+            bus,
+            next_token: AtomicU64::new(1),
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// Every routed tool, sorted by qualified name.
+    pub fn tools(&self) -> Vec<ToolDefinition> {
+        let table = self.routes.load();
+        let mut tools: Vec<ToolDefinition> = table.iter().map(|r| r.definition.clone()).collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+
+    /// The current route table.
+    pub fn routes(&self) -> Arc<RouteTable> {
+        self.routes.load()
+    }
+
+    /// Calls the tool routed as `name` (`mcp__server__tool`).
+    ///
+    /// The returned future resolves to the tool's result. Dropping it before it
+    /// resolves cancels the call: the server receives `notifications/cancelled`.
+    /// A call that exceeds its timeout fails with [`CallError::Timeout`] and
+    /// terminates the connection, which is then restarted.
+    pub fn call(&self, name: &str, arguments: Value, options: CallOptions) -> PendingCall {
+        let Some(route) = self.routes.lookup(name) else {
+            return PendingCall::failed(CallError::UnknownTool(name.to_string()));
+        };
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let timeout = options.timeout.unwrap_or(route.request_timeout);
+        let (reply, rx) = oneshot::channel();
+        let request = CallRequest {
+            token,
+            tool: route.definition.name.tool().to_string(),
+            arguments: (!arguments.is_null()).then_some(arguments),
+            progress: options.progress,
+            reply,
+        };
+        if route
+            .actor
+            .cast(ServerMsg::Call(Box::new(request)))
+            .is_err()
+        {
+            return PendingCall::failed(CallError::ServerUnavailable {
+                server: route.server.clone(),
+            });
+        }
+        PendingCall {
+            inner: Some(Waiting {
+                rx,
+                actor: route.actor.clone(),
+                token,
+                server: route.server.clone(),
+                timeout,
+                deadline: Box::pin(tokio::time::sleep(timeout)),
+            }),
+            failed: None,
+        }
+    }
+
+    /// Events from now on. A subscriber that falls behind by more than the
+    /// configured capacity gets [`HostEvent::EventsLost`] and continues.
+    pub fn events(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
+        let mut rx = self.bus.subscribe();
+        async_stream::stream! {
+            loop {
+                match rx.recv().await {
+                    Ok(event) => yield event,
+                    Err(broadcast::error::RecvError::Lagged(count)) => yield HostEvent::EventsLost { count },
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        }
+    }
+
+    /// Every server's status, sorted by name.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.status.snapshot()
+    }
+
+    /// Waits until every server is ready, failed or stopped, or `timeout` passes.
+    /// Returns the statuses either way; check them.
+    pub async fn wait_ready(&self, timeout: Duration) -> Vec<ServerStatus> {
+        let mut changed = self.status.watch();
+        let settled = async {
+            loop {
+                changed.borrow_and_update();
+                if self.status.snapshot().iter().all(|s| s.state.is_settled()) {
+                    return;
+                }
+                if changed.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, settled).await;
+        self.status.snapshot()
+    }
+
+    /// Brings back servers named `name` that are down or failed, at once and with a
+    /// fresh restart budget. Returns how many were restarted (0 if all were running).
+    pub async fn restart(&self, name: &str) -> Result<usize, CallError> {
+        let (reply, rx) = oneshot::channel();
+        self.supervisor
+            .cast(SupervisorMsg::RestartServer {
+                name: name.to_string(),
+                reply,
+            })
+            .map_err(|_| CallError::Shutdown)?;
+        match rx.await {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(_)) => Err(CallError::ServerUnavailable {
+                server: Arc::from(name),
+            }),
+            Err(_) => Err(CallError::Shutdown),
+        }
+    }
+
+    /// Stops every server (closing stdin, then SIGTERM and SIGKILL to each process
+    /// group) and the supervisor. Pending calls fail with [`CallError::Shutdown`].
+    pub async fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (reply, rx) = oneshot::channel();
+        if self
+            .supervisor
+            .cast(SupervisorMsg::Shutdown { reply: Some(reply) })
+            .is_ok()
+        {
+            let _ = rx.await;
+        }
+        self.routes.store(RouteTable::default());
+        let _ = self.supervisor.wait(Some(Duration::from_secs(10))).await;
+    }
+
+    /// True once [`Host::shutdown`] was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Servers in the Ready state.
+    pub fn ready_servers(&self) -> usize {
+        self.servers()
+            .iter()
+            .filter(|s| s.state == ServerState::Ready)
+            .count()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if !self.shut_down.load(Ordering::SeqCst) {
+            // Best effort without a runtime to wait on: the supervisor tears everything down.
+            let _ = self
+                .supervisor
+                .cast(SupervisorMsg::Shutdown { reply: None });
+        }
+    }
+}
+
+struct Waiting {
+    rx: oneshot::Receiver<Result<CallToolResult, CallError>>,
+    actor: ActorRef<ServerMsg>,
+    token: u64,
+    server: Arc<str>,
+    timeout: Duration,
+    deadline: Pin<Box<Sleep>>,
+}
+
+/// A call in flight. Await it for the result; drop it to cancel.
+#[must_use = "a call is cancelled when its future is dropped"]
+pub struct PendingCall {
+    inner: Option<Waiting>,
+    failed: Option<CallError>,
+}
+
+impl PendingCall {
+    fn failed(error: CallError) -> Self {
+        PendingCall {
+            inner: None,
+            failed: Some(error),
+        }
+    }
+
+    /// A handle that cancels this call from elsewhere (a Ctrl-C handler, another task).
+    pub fn canceller(&self) -> CallCanceller {
+        CallCanceller(self.inner.as_ref().map(|w| (w.actor.clone(), w.token)))
+    }
+}
+
+impl Future for PendingCall {
+    type Output = Result<CallToolResult, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let Some(waiting) = this.inner.as_mut() else {
+            return Poll::Ready(Err(this.failed.take().unwrap_or(CallError::Cancelled)));
+        };
+        if let Poll::Ready(answer) = Pin::new(&mut waiting.rx).poll(cx) {
+            let server = waiting.server.clone();
+            this.inner = None;
+            return Poll::Ready(answer.unwrap_or_else(|_| {
+                Err(CallError::ConnectionClosed {
+                    server,
+                    reason: Arc::from("the connection ended before answering"),
+                })
+            }));
+        }
+        if waiting.deadline.as_mut().poll(cx).is_ready() {
+            let _ = waiting.actor.cast(ServerMsg::CallTimedOut {
+                token: waiting.token,
+                after: waiting.timeout,
+            });
+            let error = CallError::Timeout {
+                server: waiting.server.clone(),
+                after: waiting.timeout,
+            };
+            this.inner = None;
+            return Poll::Ready(Err(error));
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if let Some(waiting) = self.inner.take() {
+            let _ = waiting.actor.cast(ServerMsg::Cancel {
+                token: waiting.token,
+            });
+        }
+    }
+}
+
+/// Cancels one call; the call's future then resolves to [`CallError::Cancelled`].
+#[derive(Clone)]
+pub struct CallCanceller(Option<(ActorRef<ServerMsg>, u64)>);
+
+impl CallCanceller {
+    /// Sends the cancellation (a no-op for a call that already ended).
+    pub fn cancel(&self) {
+        if let Some((actor, token)) = &self.0 {
+            let _ = actor.cast(ServerMsg::Cancel { token: *token });
+        }
+    }
+}

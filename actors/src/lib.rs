@@ -1,0 +1,35 @@
+//! The mcpvisor supervision tree, and the handle a host uses.
+//!
+//! ```text
+//! SupervisorActor                 one per Host; restart policy
+//!  ├─ RegistryActor               route table; rejects invalid and duplicate routes
+//!  └─ ServerActor (per server)    one connection: handshake, tools, calls
+//!      └─ TransportActor          the server's process; torn down with its parent
+//! ```
+//!
+//! A server that crashes, hangs, floods or lies ends its own connection: its
+//! pending calls fail with typed errors, its routes disappear, and the supervisor
+//! restarts it with backoff. Other servers and the host are not affected.
+//! [`Host`] is the entry point.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod context;
+pub mod error;
+pub mod events;
+mod host;
+pub mod options;
+mod registry;
+pub mod restart;
+pub mod routes;
+mod server;
+pub mod status;
+mod supervisor;
+mod transport;
+
+pub use error::{CallError, ConnectionError, StartError};
+pub use events::HostEvent;
+pub use host::{CallCanceller, Host, PendingCall};
+pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
+pub use restart::RestartPolicy;
+pub use status::{ServerId, ServerState, ServerStatus};

@@ -1,0 +1,119 @@
+//! What a host configures: servers, supervisor options, per-call options.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::messages::ProgressParams;
+use mcpvisor_transports::{StdioOptions, StdioSpec};
+
+use crate::restart::RestartPolicy;
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportSpec {
+    /// A child process speaking newline-delimited JSON-RPC.
+    Stdio(StdioSpec),
+}
+
+/// One server to supervise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The route component: `mcp__<name>__<tool>`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportSpec,
+    /// Overrides [`SupervisorOptions::request_timeout`] for this server.
+    pub request_timeout: Option<Duration>,
+    /// Overrides [`SupervisorOptions::startup_timeout`] for this server.
+    pub startup_timeout: Option<Duration>,
+}
+
+impl ServerSpec {
+    /// A stdio server with the supervisor's default timeouts.
+    pub fn stdio(name: impl Into<String>, spec: StdioSpec) -> Self {
+        ServerSpec {
+            name: name.into(),
+            transport: TransportSpec::Stdio(spec),
+            request_timeout: None,
+            startup_timeout: None,
+        }
+    }
+}
+
+/// Supervisor-wide settings.
+#[derive(Debug, Clone)]
+pub struct SupervisorOptions {
+    /// Default timeout of one call; a call that exceeds it terminates its connection.
+    pub request_timeout: Duration,
+    /// Time allowed for initialize plus the first full tools/list.
+    pub startup_timeout: Duration,
+    /// How crashed servers come back.
+    pub restart: RestartPolicy,
+    /// Requests one connection may have in flight.
+    pub max_in_flight: usize,
+    /// Messages from one server waiting for its actor; beyond this the reader stops
+    /// reading, so a flooding server is slowed down instead of filling memory.
+    pub inbound_queue: usize,
+    /// Events buffered for slow subscribers (a subscriber that falls further behind
+    /// is told how many it missed).
+    pub event_capacity: usize,
+    /// Name and version sent in `clientInfo`.
+    pub client_name: String,
+    /// See `client_name`.
+    pub client_version: String,
+    /// Stdio limits and teardown timings.
+    pub stdio: StdioOptions,
+}
+
+impl Default for SupervisorOptions {
+    fn default() -> Self {
+        SupervisorOptions {
+            request_timeout: Duration::from_secs(60),
+            startup_timeout: Duration::from_secs(30),
+            restart: RestartPolicy::default(),
+            max_in_flight: 4096,
+            inbound_queue: 256,
+            event_capacity: 1024,
+            client_name: "mcpvisor".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            stdio: StdioOptions::default(),
+        }
+    }
+}
+
+/// Receives progress of one call. Runs on the server's actor: keep it short.
+pub type ProgressCallback = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
+
+/// Options of one call.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Overrides the server's request timeout for this call.
+    pub timeout: Option<Duration>,
+    /// Asks the server for progress and receives it.
+    pub progress: Option<ProgressCallback>,
+}
+
+impl CallOptions {
+    /// Sets the timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the progress callback.
+    pub fn on_progress(mut self, f: impl Fn(&ProgressParams) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}

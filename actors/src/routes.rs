@@ -1,0 +1,78 @@
+//! The route table: qualified name → the server actor that serves it.
+//!
+//! Only the registry writes it; hosts read a snapshot (an `Arc` swapped under a
+//! short lock), so looking a route up never waits on a mailbox.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::ToolDefinition;
+use parking_lot::RwLock;
+use ractor::ActorRef;
+
+use crate::server::ServerMsg;
+use crate::status::ServerId;
+
+/// One advertised tool and where calls to it go.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The definition to hand to a model.
+    pub definition: ToolDefinition,
+    /// The serving server.
+    pub server_id: ServerId,
+    /// Its name.
+    pub server: Arc<str>,
+    pub(crate) actor: ActorRef<ServerMsg>,
+    pub(crate) request_timeout: Duration,
+}
+
+/// An immutable set of routes.
+#[derive(Debug, Default)]
+pub struct RouteTable {
+    routes: HashMap<String, Arc<Route>>,
+}
+
+impl RouteTable {
+    pub(crate) fn new(routes: HashMap<String, Arc<Route>>) -> Self {
+        RouteTable { routes }
+    }
+
+    /// The route for a qualified name.
+    pub fn get(&self, name: &str) -> Option<&Arc<Route>> {
+        self.routes.get(name)
+    }
+
+    /// Every route, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes.values()
+    }
+
+    /// How many routes.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// True when nothing is routed.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
+
+/// The current table, shared between the registry (writer) and hosts (readers).
+#[derive(Default)]
+pub(crate) struct RouteSnapshot(RwLock<Arc<RouteTable>>);
+
+impl RouteSnapshot {
+    pub(crate) fn load(&self) -> Arc<RouteTable> {
+        self.0.read().clone()
+    }
+
+    pub(crate) fn lookup(&self, name: &str) -> Option<Arc<Route>> {
+        self.0.read().get(name).cloned()
+    }
+
+    pub(crate) fn store(&self, table: RouteTable) {
+        *self.0.write() = Arc::new(table);
+    }
+}

@@ -1,0 +1,480 @@
+//! The state of one connection and what each message does to it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::messages::{ToolsPage, call_tool_params, list_tools_params, methods};
+use mcpvisor_protocol::session::SessionEvent;
+use mcpvisor_protocol::{CallToolResult, ClientSession, Incoming, Message, RequestId, Tool};
+use mcpvisor_transports::TransportEvent;
+use ractor::ActorRef;
+use ractor::MessagingErr;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
+
+use super::{CallRequest, ServerMsg};
+use crate::context::HostContext;
+use crate::error::{CallError, ConnectionError};
+use crate::events::HostEvent;
+use crate::options::{ProgressCallback, ServerSpec};
+use crate::registry::{RegistryMsg, ToolsReport};
+use crate::status::ServerId;
+use crate::supervisor::SupervisorMsg;
+use crate::transport::TransportMsg;
+
+/// A server that pages forever is cut off here.
+const MAX_LIST_PAGES: usize = 10_000;
+/// More tools than this in one list is treated as a broken server.
+const MAX_TOOLS: usize = 100_000;
+
+pub(crate) enum Pending {
+    ListTools {
+        generation: u64,
+    },
+    Call {
+        token: u64,
+        reply: oneshot::Sender<Result<CallToolResult, CallError>>,
+    },
+}
+
+struct Listing {
+    generation: u64,
+    initial: bool,
+    tools: Vec<Tool>,
+    rejected: Vec<String>,
+    pages: usize,
+    seen_cursors: HashSet<String>,
+    timer: Option<Timer>,
+}
+
+/// One connection: the session, the calls in flight, the tool listing under way.
+pub(crate) struct Connection {
+    id: ServerId,
+    name: Arc<str>,
+    spec: Arc<ServerSpec>,
+    ctx: Arc<HostContext>,
+    transport: ActorRef<TransportMsg>,
+    pid: Option<u32>,
+    session: ClientSession<Pending>,
+    ready: bool,
+    stopping: bool,
+    /// Host call token → JSON-RPC id of calls in flight.
+    calls: HashMap<u64, RequestId>,
+    progress: HashMap<u64, ProgressCallback>,
+    listing: Option<Listing>,
+    relist: bool,
+    list_generation: u64,
+    startup_timer: Option<Timer>,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        id: ServerId,
+        spec: Arc<ServerSpec>,
+        ctx: Arc<HostContext>,
+        transport: ActorRef<TransportMsg>,
+        pid: Option<u32>,
+    ) -> Self {
+        let session = ClientSession::new(
+            ctx.options.client_name.clone(),
+            ctx.options.client_version.clone(),
+        );
+        Connection {
+            id,
+            name: Arc::from(spec.name.as_str()),
+            spec,
+            ctx,
+            transport,
+            pid,
+            session,
+            ready: false,
+            stopping: false,
+            calls: HashMap::new(),
+            progress: HashMap::new(),
+            listing: None,
+            relist: false,
+            list_generation: 0,
+            startup_timer: None,
+        }
+    }
+
+    pub(crate) fn transport(&self) -> &ActorRef<TransportMsg> {
+        &self.transport
+    }
+
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    pub(crate) fn has_call(&self, token: u64) -> bool {
+        self.calls.contains_key(&token)
+    }
+
+    pub(crate) fn listing_generation(&self) -> Option<u64> {
+        self.listing.as_ref().map(|l| l.generation)
+    }
+
+    pub(crate) fn startup_timeout(&self) -> Duration {
+        self.spec
+            .startup_timeout
+            .unwrap_or(self.ctx.options.startup_timeout)
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.spec
+            .request_timeout
+            .unwrap_or(self.ctx.options.request_timeout)
+    }
+
+    /// Longest a transport teardown may take before it is killed.
+    pub(crate) fn teardown_budget(&self) -> Duration {
+        let stdio = &self.ctx.options.stdio;
+        stdio.grace * 2 + stdio.exit_wait + Duration::from_secs(1)
+    }
+
+    fn send(&self, msg: &Message) {
+        let _ = self.transport.cast(TransportMsg::Send(msg.to_vec()));
+    }
+
+    /// Sends `initialize` and arms the startup timer.
+    pub(crate) fn begin(&mut self, myself: &ActorRef<ServerMsg>) {
+        match self.session.initialize() {
+            Ok(init) => self.send(&init),
+            Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
+        }
+        self.startup_timer =
+            Some(myself.send_after(self.startup_timeout(), || ServerMsg::StartupTimeout));
+    }
+
+    pub(crate) fn call(&mut self, call: CallRequest) {
+        let CallRequest {
+            token,
+            tool,
+            arguments,
+            progress,
+            reply,
+        } = call;
+        if reply.is_closed() {
+            return; // The host gave up before the call got here.
+        }
+        if !self.ready || self.stopping {
+            let _ = reply.send(Err(CallError::ServerUnavailable {
+                server: self.name.clone(),
+            }));
+            return;
+        }
+        if self.session.pending_len() >= self.ctx.options.max_in_flight {
+            let _ = reply.send(Err(CallError::Overloaded {
+                server: self.name.clone(),
+                limit: self.ctx.options.max_in_flight,
+            }));
+            return;
+        }
+        let progress_token = progress.as_ref().map(|_| Value::from(token));
+        let params = call_tool_params(&tool, arguments, progress_token.as_ref());
+        // The session is ready (checked above), so it accepts the request.
+        if let Ok((id, msg)) = self.session.request(
+            methods::TOOLS_CALL,
+            Some(params),
+            Pending::Call { token, reply },
+        ) {
+            self.calls.insert(token, id);
+            if let Some(cb) = progress {
+                self.progress.insert(token, cb);
+            }
+            self.send(&msg);
+        }
+    }
+
+    pub(crate) fn cancel(&mut self, token: u64) {
+        let Some(id) = self.calls.remove(&token) else {
+            return;
+        };
+        self.progress.remove(&token);
+        if let Some((pending, note)) = self
+            .session
+            .cancel(&id, Some("cancelled by the host".into()))
+        {
+            self.send(&note);
+            if let Pending::Call { reply, .. } = pending {
+                let _ = reply.send(Err(CallError::Cancelled));
+            }
+        }
+    }
+
+    pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
+        match event {
+            TransportEvent::Message(Incoming::Single(msg)) => self.on_message(myself, msg),
+            TransportEvent::Message(Incoming::Batch(items)) => {
+                for item in items {
+                    match item {
+                        Ok(msg) => self.on_message(myself, msg),
+                        Err(e) => {
+                            tracing::warn!(server = %self.name, "ignored malformed batch element: {e}")
+                        }
+                    }
+                }
+            }
+            TransportEvent::Malformed(e) => {
+                tracing::warn!(server = %self.name, "ignored malformed message: {e}")
+            }
+            TransportEvent::Closed(e) => self.fail(myself, ConnectionError::Transport(e)),
+        }
+    }
+
+    fn on_message(&mut self, myself: &ActorRef<ServerMsg>, msg: Message) {
+        if self.stopping {
+            return;
+        }
+        let handled = self.session.handle(msg);
+        if let Some(reply) = &handled.reply {
+            self.send(reply);
+        }
+        match handled.event {
+            SessionEvent::Ready(init) => {
+                tracing::debug!(server = %self.name, peer = %init.server_info.name, version = %init.server_info.version, "initialized");
+                self.start_listing(myself, true);
+            }
+            SessionEvent::InitializeFailed(f) => self.fail(myself, ConnectionError::Initialize(f)),
+            SessionEvent::Response { token, result } => self.on_answer(myself, token, Ok(result)),
+            SessionEvent::ErrorResponse { token, error } => {
+                self.on_answer(myself, token, Err(error))
+            }
+            SessionEvent::ServerRequest { method } => {
+                tracing::debug!(server = %self.name, %method, "answered server request");
+            }
+            SessionEvent::ToolsChanged => {
+                if !self.ready {
+                    // The first full list is still to come.
+                } else if self.listing.is_some() {
+                    self.relist = true;
+                } else {
+                    self.start_listing(myself, false);
+                }
+            }
+            SessionEvent::Progress(p) => {
+                if let Some(cb) = p
+                    .progress_token
+                    .as_u64()
+                    .and_then(|t| self.progress.get(&t))
+                {
+                    cb(&p);
+                }
+                self.ctx.bus.emit(HostEvent::Progress {
+                    server: self.name.clone(),
+                    progress: p,
+                });
+            }
+            SessionEvent::Log(message) => {
+                tracing::debug!(server = %self.name, level = %message.level, "server log: {}", message.data);
+                self.ctx.bus.emit(HostEvent::ServerLog {
+                    server: self.name.clone(),
+                    message,
+                });
+            }
+            SessionEvent::Ignored(why) => {
+                tracing::debug!(server = %self.name, ?why, "ignored message")
+            }
+        }
+    }
+
+    fn on_answer(
+        &mut self,
+        myself: &ActorRef<ServerMsg>,
+        pending: Pending,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        match pending {
+            Pending::ListTools { generation } => self.on_tools_page(myself, generation, outcome),
+            Pending::Call { token, reply } => {
+                self.calls.remove(&token);
+                self.progress.remove(&token);
+                let server = self.name.clone();
+                let result = match outcome {
+                    Ok(v) => CallToolResult::parse(v)
+                        .map_err(|source| CallError::InvalidResult { server, source }),
+                    Err(error) => Err(CallError::Rpc { server, error }),
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    fn start_listing(&mut self, myself: &ActorRef<ServerMsg>, initial: bool) {
+        self.list_generation += 1;
+        let generation = self.list_generation;
+        let timer = (!initial).then(|| {
+            myself.send_after(self.request_timeout(), move || ServerMsg::ListTimedOut {
+                generation,
+            })
+        });
+        self.listing = Some(Listing {
+            generation,
+            initial,
+            tools: Vec::new(),
+            rejected: Vec::new(),
+            pages: 0,
+            seen_cursors: HashSet::new(),
+            timer,
+        });
+        self.request_page(None, generation);
+    }
+
+    fn request_page(&mut self, cursor: Option<&str>, generation: u64) {
+        let params = list_tools_params(cursor);
+        if let Ok((_, msg)) = self.session.request(
+            methods::TOOLS_LIST,
+            params,
+            Pending::ListTools { generation },
+        ) {
+            self.send(&msg);
+        }
+    }
+
+    fn on_tools_page(
+        &mut self,
+        myself: &ActorRef<ServerMsg>,
+        generation: u64,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        let Some(listing) = self.listing.as_mut().filter(|l| l.generation == generation) else {
+            return;
+        };
+        let page = match outcome {
+            Ok(v) => ToolsPage::parse(v).map_err(|e| e.to_string()),
+            Err(error) => Err(format!(
+                "tools/list failed: {} (code {})",
+                error.message, error.code
+            )),
+        };
+        let problem = match page {
+            Err(problem) => Some(problem),
+            Ok(page) => {
+                listing.pages += 1;
+                listing.tools.extend(page.tools);
+                listing.rejected.extend(page.rejected);
+                match page.next_cursor {
+                    _ if listing.tools.len() > MAX_TOOLS => {
+                        Some(format!("more than {MAX_TOOLS} tools"))
+                    }
+                    Some(_) if listing.pages >= MAX_LIST_PAGES => {
+                        Some(format!("more than {MAX_LIST_PAGES} pages"))
+                    }
+                    Some(c) if !listing.seen_cursors.insert(c.clone()) => {
+                        Some(format!("cursor {c:?} repeated"))
+                    }
+                    Some(c) => {
+                        self.request_page(Some(&c), generation);
+                        return;
+                    }
+                    None => None,
+                }
+            }
+        };
+        let Some(listing) = self.listing.take() else {
+            return;
+        };
+        if let Some(timer) = &listing.timer {
+            timer.abort();
+        }
+        if let Some(problem) = problem {
+            if listing.initial {
+                self.fail(myself, ConnectionError::Protocol(problem));
+            } else {
+                // The routes from the last good list stay; the server is still usable.
+                tracing::warn!(server = %self.name, "re-listing tools failed: {problem}");
+            }
+            return;
+        }
+        self.report(myself, listing);
+        if std::mem::take(&mut self.relist) {
+            self.start_listing(myself, false);
+        }
+    }
+
+    fn report(&mut self, myself: &ActorRef<ServerMsg>, listing: Listing) {
+        let report = ToolsReport {
+            id: self.id,
+            name: self.name.clone(),
+            actor: myself.clone(),
+            request_timeout: self.request_timeout(),
+            tools: listing.tools,
+            rejected: listing.rejected,
+            initial: listing.initial,
+            pid: self.pid,
+        };
+        let _ = self
+            .ctx
+            .registry
+            .cast(RegistryMsg::Report(Box::new(report)));
+        if listing.initial {
+            self.ready = true;
+            if let Some(timer) = self.startup_timer.take() {
+                timer.abort();
+            }
+            if let Some(sup) = myself.try_get_supervisor() {
+                let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
+            }
+        }
+    }
+
+    /// Ends the connection: every pending request fails, the actor stops, and the
+    /// supervisor decides about a restart.
+    pub(crate) fn fail(&mut self, myself: &ActorRef<ServerMsg>, cause: ConnectionError) {
+        if self.stopping {
+            return;
+        }
+        let server = self.name.clone();
+        let reason = cause.to_string();
+        tracing::warn!(server = %server, "connection failed: {reason}");
+        let error = match &cause {
+            ConnectionError::RequestTimeout(_) => CallError::ConnectionTimedOut { server },
+            ConnectionError::Transport(source) => CallError::Transport {
+                server,
+                source: source.clone(),
+            },
+            _ => CallError::ConnectionClosed {
+                server,
+                reason: Arc::from(reason.as_str()),
+            },
+        };
+        self.fail_pending(error);
+        myself.stop(Some(reason));
+    }
+
+    /// Fails whatever is still pending when the actor stops for any reason.
+    pub(crate) fn close_pending(&mut self, reason: &str) {
+        let error = if self.ctx.shutting_down.load(Ordering::Relaxed) {
+            CallError::Shutdown
+        } else {
+            CallError::ConnectionClosed {
+                server: self.name.clone(),
+                reason: Arc::from(reason),
+            }
+        };
+        self.fail_pending(error);
+    }
+
+    fn fail_pending(&mut self, error: CallError) {
+        self.stopping = true;
+        for pending in self.session.close() {
+            if let Pending::Call { reply, .. } = pending {
+                let _ = reply.send(Err(error.clone()));
+            }
+        }
+        self.calls.clear();
+        self.progress.clear();
+        if let Some(timer) = self.startup_timer.take() {
+            timer.abort();
+        }
+        if let Some(timer) = self.listing.take().and_then(|l| l.timer) {
+            timer.abort();
+        }
+    }
+}

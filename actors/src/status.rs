@@ -1,0 +1,109 @@
+//! Server states, readable by the host without a mailbox hop.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+/// Identifies one supervised server (names may repeat; ids never do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerId(pub u64);
+
+/// Where a server stands.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Connecting, initializing, listing tools.
+    Starting {
+        /// Consecutive restart attempt; 0 for the first start.
+        attempt: u32,
+    },
+    /// Routes are live.
+    Ready,
+    /// Down, restarting after a backoff.
+    Restarting {
+        /// Consecutive attempt.
+        attempt: u32,
+        /// Delay before the restart.
+        backoff: Duration,
+        /// Why it went down.
+        reason: String,
+    },
+    /// Down until a host restarts it.
+    Failed {
+        /// Why it last failed.
+        reason: String,
+    },
+    /// Stopped on purpose.
+    Stopped,
+}
+
+impl ServerState {
+    /// Ready, failed or stopped: nothing more happens without a new cause.
+    pub fn is_settled(&self) -> bool {
+        matches!(
+            self,
+            ServerState::Ready | ServerState::Failed { .. } | ServerState::Stopped
+        )
+    }
+}
+
+/// A server's status as the host sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerStatus {
+    /// Its id.
+    pub id: ServerId,
+    /// Its name.
+    pub name: Arc<str>,
+    /// Its state.
+    pub state: ServerState,
+    /// The current process id (stdio servers, while running).
+    pub pid: Option<u32>,
+    /// Tools it listed last.
+    pub tools: usize,
+    /// Restarts since it was first started.
+    pub restarts: u64,
+}
+
+/// The shared table of statuses; writers are the supervisor and the registry.
+pub(crate) struct StatusBoard {
+    map: RwLock<BTreeMap<ServerId, ServerStatus>>,
+    changed: watch::Sender<u64>,
+}
+
+impl StatusBoard {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(StatusBoard {
+            map: RwLock::new(BTreeMap::new()),
+            changed: watch::channel(0).0,
+        })
+    }
+
+    pub(crate) fn update(&self, id: ServerId, name: &Arc<str>, f: impl FnOnce(&mut ServerStatus)) {
+        {
+            let mut map = self.map.write();
+            let entry = map.entry(id).or_insert_with(|| ServerStatus {
+                id,
+                name: name.clone(),
+                state: ServerState::Starting { attempt: 0 },
+                pid: None,
+                tools: 0,
+                restarts: 0,
+            });
+            f(entry);
+        }
+        self.changed.send_modify(|v| *v += 1);
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<ServerStatus> {
+        let mut all: Vec<_> = self.map.read().values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        all
+    }
+
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}

@@ -1,0 +1,351 @@
+//! The supervisor actor: one per host; owns the restart policy.
+//!
+//! It spawns the registry and one server actor per server, all linked to it.
+//! When a server actor ends for any reason other than shutdown, its routes are
+//! dropped and it is restarted after an exponential backoff with jitter — until
+//! the restart-intensity limit marks it failed, where it stays until a host asks
+//! for it again. Actors are spawned without names: ractor's names are global to
+//! the process, and several supervisors may live in one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
+
+use crate::context::HostContext;
+use crate::events::{EventBus, HostEvent};
+use crate::options::{ServerSpec, SupervisorOptions};
+use crate::registry::{RegistryActor, RegistryArgs, RegistryMsg};
+use crate::restart::{RestartDecision, RestartTracker};
+use crate::routes::RouteSnapshot;
+use crate::server::{ServerActor, ServerArgs, ServerMsg};
+use crate::status::{ServerId, ServerState, StatusBoard};
+
+pub(crate) enum SupervisorMsg {
+    /// A server finished its first tools/list: its backoff starts over.
+    ServerReady {
+        id: ServerId,
+    },
+    /// A backoff elapsed; `generation` guards against a restart that was superseded.
+    Restart {
+        id: ServerId,
+        generation: u64,
+    },
+    /// A host asks to bring back servers of this name that are down or failed.
+    RestartServer {
+        name: String,
+        reply: oneshot::Sender<Result<usize, String>>,
+    },
+    Shutdown {
+        reply: Option<oneshot::Sender<()>>,
+    },
+}
+
+pub(crate) struct SupervisorArgs {
+    pub(crate) specs: Vec<(ServerId, ServerSpec)>,
+    pub(crate) options: SupervisorOptions,
+    pub(crate) bus: EventBus,
+    pub(crate) status: Arc<StatusBoard>,
+    pub(crate) routes: Arc<RouteSnapshot>,
+}
+
+struct Slot {
+    name: Arc<str>,
+    spec: Arc<ServerSpec>,
+    actor: Option<ActorRef<ServerMsg>>,
+    tracker: RestartTracker,
+    attempt: u32,
+    generation: u64,
+}
+
+pub(crate) struct SupervisorState {
+    ctx: Arc<HostContext>,
+    slots: BTreeMap<ServerId, Slot>,
+}
+
+pub(crate) struct SupervisorActor;
+
+impl Actor for SupervisorActor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs,
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        let registry_args = RegistryArgs {
+            routes: args.routes,
+            bus: args.bus.clone(),
+            status: args.status.clone(),
+        };
+        let (registry, _) =
+            RegistryActor::spawn_linked(None, RegistryActor, registry_args, myself.get_cell())
+                .await?;
+        let ctx = Arc::new(HostContext {
+            options: args.options,
+            bus: args.bus,
+            status: args.status,
+            registry,
+            shutting_down: Default::default(),
+        });
+        let slots = args
+            .specs
+            .into_iter()
+            .map(|(id, spec)| {
+                let slot = Slot {
+                    name: Arc::from(spec.name.as_str()),
+                    spec: Arc::new(spec),
+                    actor: None,
+                    tracker: RestartTracker::default(),
+                    attempt: 0,
+                    generation: 0,
+                };
+                (id, slot)
+            })
+            .collect();
+        Ok(SupervisorState { ctx, slots })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let ids: Vec<ServerId> = state.slots.keys().copied().collect();
+        for id in ids {
+            state.start_server(&myself, id).await;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: SupervisorMsg,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupervisorMsg::ServerReady { id } => {
+                if let Some(slot) = state.slots.get_mut(&id) {
+                    slot.tracker.on_ready();
+                    slot.attempt = 0;
+                }
+            }
+            SupervisorMsg::Restart { id, generation } => {
+                let due = state
+                    .slots
+                    .get(&id)
+                    .is_some_and(|s| s.generation == generation && s.actor.is_none());
+                if due && !state.ctx.shutting_down.load(Ordering::Relaxed) {
+                    state.start_server(&myself, id).await;
+                }
+            }
+            SupervisorMsg::RestartServer { name, reply } => {
+                let _ = reply.send(state.restart_by_name(&myself, &name).await);
+            }
+            SupervisorMsg::Shutdown { reply } => {
+                state.shutdown().await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(());
+                }
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match evt {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                state.on_exit(&myself, &cell, reason.unwrap_or_else(|| "stopped".into()));
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                state.on_exit(&myself, &cell, format!("actor failed: {err}"))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl SupervisorState {
+    async fn start_server(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        let attempt = slot.attempt;
+        self.ctx.status.update(id, &slot.name, |s| {
+            s.state = ServerState::Starting { attempt };
+            s.pid = None;
+        });
+        self.ctx.bus.emit(HostEvent::ServerStarting {
+            server: slot.name.clone(),
+            attempt,
+        });
+        let args = ServerArgs {
+            id,
+            spec: slot.spec.clone(),
+            ctx: self.ctx.clone(),
+        };
+        match ServerActor::spawn_linked(None, ServerActor, args, myself.get_cell()).await {
+            Ok((actor, _)) => slot.actor = Some(actor),
+            Err(e) => {
+                let reason = e.to_string();
+                tracing::warn!(server = %slot.name, "server did not start: {reason}");
+                self.on_down(myself, id, reason);
+            }
+        }
+    }
+
+    fn on_exit(&mut self, myself: &ActorRef<SupervisorMsg>, cell: &ActorCell, reason: String) {
+        if cell.get_id() == self.ctx.registry.get_id() {
+            if !self.ctx.shutting_down.load(Ordering::Relaxed) {
+                tracing::error!("route registry stopped unexpectedly: {reason}");
+            }
+            return;
+        }
+        let found = self.slots.iter_mut().find_map(|(id, slot)| {
+            let ours = slot
+                .actor
+                .as_ref()
+                .is_some_and(|a| a.get_id() == cell.get_id());
+            ours.then(|| {
+                slot.actor = None;
+                *id
+            })
+        });
+        if let Some(id) = found {
+            self.on_down(myself, id, reason);
+        }
+    }
+
+    fn on_down(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId, reason: String) {
+        let _ = self.ctx.registry.cast(RegistryMsg::Remove(id));
+        if self.ctx.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        let decision =
+            slot.tracker
+                .on_failure(&self.ctx.options.restart, Instant::now(), fastrand::f64());
+        let total = slot.tracker.total();
+        match decision {
+            RestartDecision::Restart { attempt, backoff } => {
+                slot.attempt = attempt;
+                slot.generation += 1;
+                let generation = slot.generation;
+                let state = ServerState::Restarting {
+                    attempt,
+                    backoff,
+                    reason: reason.clone(),
+                };
+                self.ctx.status.update(id, &slot.name, |s| {
+                    s.state = state;
+                    s.pid = None;
+                    s.restarts = total;
+                });
+                tracing::info!(server = %slot.name, attempt, ?backoff, "restarting: {reason}");
+                self.ctx.bus.emit(HostEvent::ServerRestarting {
+                    server: slot.name.clone(),
+                    attempt,
+                    backoff,
+                    reason,
+                });
+                myself.send_after(backoff, move || SupervisorMsg::Restart { id, generation });
+            }
+            RestartDecision::GiveUp { restarts } => {
+                tracing::error!(server = %slot.name, restarts, "too many restarts; marked failed: {reason}");
+                self.ctx.status.update(id, &slot.name, |s| {
+                    s.state = ServerState::Failed {
+                        reason: reason.clone(),
+                    };
+                    s.pid = None;
+                });
+                self.ctx.bus.emit(HostEvent::ServerFailed {
+                    server: slot.name.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+
+    async fn restart_by_name(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        name: &str,
+    ) -> Result<usize, String> {
+        let ids: Vec<ServerId> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| &*s.name == name)
+            .map(|(id, _)| *id)
+            .collect();
+        if ids.is_empty() {
+            return Err(format!("no server named `{name}`"));
+        }
+        let mut restarted = 0;
+        for id in ids {
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            if slot.actor.is_some() {
+                continue;
+            }
+            slot.tracker.reset();
+            slot.attempt = 0;
+            slot.generation += 1;
+            self.start_server(myself, id).await;
+            restarted += 1;
+        }
+        Ok(restarted)
+    }
+
+    async fn shutdown(&mut self) {
+        self.ctx.shutting_down.store(true, Ordering::Relaxed);
+        let budget = {
+            let stdio = &self.ctx.options.stdio;
+            stdio.grace * 2 + stdio.exit_wait + Duration::from_secs(3)
+        };
+        let stops = self
+            .slots
+            .values_mut()
+            .filter_map(|slot| slot.actor.take())
+            .map(|actor| async move {
+                if actor
+                    .stop_and_wait(Some("shutdown".into()), Some(budget))
+                    .await
+                    .is_err()
+                {
+                    let _ = actor.kill_and_wait(Some(Duration::from_secs(1))).await;
+                }
+            });
+        join_all(stops).await;
+        for (id, slot) in &self.slots {
+            self.ctx.status.update(*id, &slot.name, |s| {
+                s.state = ServerState::Stopped;
+                s.pid = None;
+            });
+            self.ctx.bus.emit(HostEvent::ServerStopped {
+                server: slot.name.clone(),
+            });
+        }
+        let _ = self
+            .ctx
+            .registry
+            .stop_and_wait(None, Some(Duration::from_secs(1)))
+            .await;
+    }
+}
