@@ -1,0 +1,104 @@
+//! Command-line options of `mcpvisor demo-server`.
+
+/// Tools per `tools/list` page unless `--page-size` says otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 3;
+
+/// How the demo server behaves, including the faults it injects on purpose.
+///
+/// Derives [`clap::Args`] so the CLI can embed it as a subcommand. The
+/// [`Default`] value equals what an empty command line gives.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct DemoServerOptions {
+    /// Tools per `tools/list` page (at least 1).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = DEFAULT_PAGE_SIZE,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    pub page_size: usize,
+
+    /// Also list a tool with exactly this name that behaves like `echo`.
+    ///
+    /// Repeatable. Names are not validated, so tests can present names that
+    /// a client must reject ("bad name!") or duplicates ("echo").
+    #[arg(long = "extra-tool", value_name = "NAME")]
+    pub extra_tools: Vec<String>,
+
+    /// Never answer `initialize`, but keep reading and serving other requests.
+    #[arg(long)]
+    pub hang_initialize: bool,
+
+    /// Exit with code 4 when `initialize` arrives, without answering it.
+    #[arg(long)]
+    pub exit_during_initialize: bool,
+
+    /// Start `sleep 1000` in the server's process group and report its pid
+    /// through the `grandchild_pid` tool.
+    ///
+    /// The grandchild is left running when the server exits, so only a client
+    /// that signals the whole process group cleans it up.
+    #[arg(long)]
+    pub grandchild: bool,
+
+    /// Write a few lines to stderr at startup, as chatty real servers do.
+    #[arg(long)]
+    pub stderr_banner: bool,
+
+    /// Send `notifications/tools/list_changed` before answering `initialize`,
+    /// as some real servers do.
+    #[arg(long)]
+    pub list_changed_early: bool,
+}
+
+impl Default for DemoServerOptions {
+    fn default() -> Self {
+        DemoServerOptions {
+            page_size: DEFAULT_PAGE_SIZE,
+            extra_tools: Vec::new(),
+            hang_initialize: false,
+            exit_during_initialize: false,
+            grandchild: false,
+            stderr_banner: false,
+            list_changed_early: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        opts: DemoServerOptions,
+    }
+
+    #[test]
+    fn empty_command_line_equals_default() {
+        let cli = Cli::try_parse_from(["demo"]).expect("empty args parse");
+        assert_eq!(cli.opts, DemoServerOptions::default());
+    }
+
+    #[test]
+    fn flags_parse_and_page_size_zero_is_refused() {
+        let cli = Cli::try_parse_from([
+            "demo",
+            "--page-size",
+            "5",
+            "--extra-tool",
+            "bad name!",
+            "--extra-tool",
+            "echo",
+            "--grandchild",
+        ])
+        .expect("flags parse");
+        assert_eq!(cli.opts.page_size, 5);
+        assert_eq!(cli.opts.extra_tools, vec!["bad name!", "echo"]);
+        assert!(cli.opts.grandchild);
+        assert!(!cli.opts.hang_initialize);
+        assert!(Cli::try_parse_from(["demo", "--page-size", "0"]).is_err());
+    }
+}
