@@ -1,4 +1,39 @@
-//! mcpvisor
+//! mcpvisor: MCP servers for long-running agent hosts, supervised.
+//!
+//! A host reads a `.mcp.json` ([`config`]) or builds [`ServerSpec`]s itself,
+//! starts a [`Host`], and gets the servers' tools as [`ToolDefinition`]s with
+//! qualified names (`mcp__server__tool`). Calls are routed by that name, can be
+//! cancelled by dropping them, and time out; a server that crashes, hangs or
+//! misbehaves is isolated and restarted while the others keep working.
+//! [`Host::events`] reports servers coming and going.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpvisor::{CallOptions, Host, SupervisorOptions};
+//! let host = Host::start(vec![mcpvisor::demo::demo_spec("demo", &[])?], SupervisorOptions::default()).await?;
+//! host.wait_ready(std::time::Duration::from_secs(10)).await;
+//! let result = host.call("mcp__demo__echo", serde_json::json!({"text": "hi"}), CallOptions::default()).await?;
+//! assert_eq!(result.text(), "hi");
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
 
+pub mod config;
+pub mod demo;
 /// The built-in demo MCP server (`mcpvisor demo-server`), also the fault-injection peer of the tests.
 pub mod demo_server;
+
+pub use mcpvisor_actors::{
+    CallCanceller, CallError, CallOptions, ConnectionError, Host, HostEvent, PendingCall,
+    ProgressCallback, RestartPolicy, ServerId, ServerSpec, ServerState, ServerStatus, StartError,
+    SupervisorOptions, TransportSpec,
+};
+pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
+pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
+
+/// The sans-I/O protocol crate.
+pub use mcpvisor_protocol as protocol;
+/// The transports crate.
+pub use mcpvisor_transports as transports;

@@ -1,0 +1,160 @@
+//! How the CLI prints tools, results and events, as text or JSON.
+
+use mcpvisor::{
+    CallToolResult, ContentBlock, HostEvent, ServerState, ServerStatus, ToolDefinition,
+};
+use serde_json::{Value, json};
+
+pub(crate) fn tool_json(t: &ToolDefinition) -> Value {
+    json!({"name": t.name.as_str(), "description": t.description, "inputSchema": t.input_schema})
+}
+
+pub(crate) fn tool_line(t: &ToolDefinition) -> String {
+    let first = t.description.lines().next().unwrap_or("");
+    if first.is_empty() {
+        t.name.to_string()
+    } else {
+        format!("{:<40} {first}", t.name.as_str())
+    }
+}
+
+pub(crate) fn result_text(r: &CallToolResult) -> String {
+    let mut parts = Vec::new();
+    for block in &r.content {
+        parts.push(match block {
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::Image { mime_type, data } => {
+                format!("[image {mime_type}, {} base64 bytes]", data.len())
+            }
+            ContentBlock::Audio { mime_type, data } => {
+                format!("[audio {mime_type}, {} base64 bytes]", data.len())
+            }
+            ContentBlock::Resource { resource } => {
+                format!("[resource {}]", resource.get("uri").unwrap_or(&Value::Null))
+            }
+            ContentBlock::Unknown(v) => v.to_string(),
+        });
+    }
+    parts.join("\n")
+}
+
+pub(crate) fn state_text(s: &ServerState) -> String {
+    match s {
+        ServerState::Starting { attempt } => format!("starting (attempt {attempt})"),
+        ServerState::Ready => "ready".into(),
+        ServerState::Restarting {
+            attempt,
+            backoff,
+            reason,
+        } => {
+            format!("restarting (attempt {attempt}, in {backoff:?}): {reason}")
+        }
+        ServerState::Failed { reason } => format!("failed: {reason}"),
+        ServerState::Stopped => "stopped".into(),
+        _ => format!("{s:?}"),
+    }
+}
+
+pub(crate) fn status_json(s: &ServerStatus) -> Value {
+    json!({"name": &*s.name, "state": state_text(&s.state), "pid": s.pid, "tools": s.tools, "restarts": s.restarts})
+}
+
+pub(crate) fn event_json(e: &HostEvent) -> Value {
+    match e {
+        HostEvent::ServerStarting { server, attempt } => {
+            json!({"event": "server_starting", "server": &**server, "attempt": attempt})
+        }
+        HostEvent::ServerReady { server, pid, tools } => {
+            json!({"event": "server_ready", "server": &**server, "pid": pid, "tools": tools})
+        }
+        HostEvent::ServerRestarting {
+            server,
+            attempt,
+            backoff,
+            reason,
+        } => json!({
+            "event": "server_restarting", "server": &**server, "attempt": attempt,
+            "backoff_ms": backoff.as_millis() as u64, "reason": reason
+        }),
+        HostEvent::ServerFailed { server, reason } => {
+            json!({"event": "server_failed", "server": &**server, "reason": reason})
+        }
+        HostEvent::ServerStopped { server } => {
+            json!({"event": "server_stopped", "server": &**server})
+        }
+        HostEvent::ToolsChanged { server, tools } => json!({
+            "event": "tools_changed", "server": &**server,
+            "tools": tools.iter().map(|t| t.as_str()).collect::<Vec<_>>()
+        }),
+        HostEvent::RouteConflict { name, servers } => json!({
+            "event": "route_conflict", "name": name.as_str(),
+            "servers": servers.iter().map(|s| &**s).collect::<Vec<_>>()
+        }),
+        HostEvent::RouteRejected {
+            server,
+            tool,
+            reason,
+        } => {
+            json!({"event": "route_rejected", "server": &**server, "tool": tool, "reason": reason})
+        }
+        HostEvent::Progress { server, progress } => json!({
+            "event": "progress", "server": &**server, "progress": progress.progress,
+            "total": progress.total, "message": progress.message
+        }),
+        HostEvent::ServerLog { server, message } => json!({
+            "event": "server_log", "server": &**server, "level": message.level,
+            "logger": message.logger, "data": message.data
+        }),
+        HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
+        other => json!({"event": format!("{other:?}")}),
+    }
+}
+
+pub(crate) fn event_line(e: &HostEvent) -> String {
+    match e {
+        HostEvent::ServerStarting { server, attempt } => {
+            format!("{server}: starting (attempt {attempt})")
+        }
+        HostEvent::ServerReady { server, pid, tools } => match pid {
+            Some(pid) => format!("{server}: ready, {tools} tools, pid {pid}"),
+            None => format!("{server}: ready, {tools} tools"),
+        },
+        HostEvent::ServerRestarting {
+            server,
+            attempt,
+            backoff,
+            reason,
+        } => {
+            format!("{server}: down ({reason}); restart {attempt} in {backoff:?}")
+        }
+        HostEvent::ServerFailed { server, reason } => {
+            format!("{server}: failed, not restarting: {reason}")
+        }
+        HostEvent::ServerStopped { server } => format!("{server}: stopped"),
+        HostEvent::ToolsChanged { server, tools } => {
+            format!("{server}: {} tools routed", tools.len())
+        }
+        HostEvent::RouteConflict { name, servers } => {
+            let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();
+            format!(
+                "route conflict: {name} claimed by {}; not advertised",
+                servers.join(", ")
+            )
+        }
+        HostEvent::RouteRejected {
+            server,
+            tool,
+            reason,
+        } => format!("{server}: tool {tool:?} not routed: {reason}"),
+        HostEvent::Progress { server, progress } => {
+            let total = progress.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let msg = progress.message.as_deref().unwrap_or("");
+            format!("{server}: progress {}{total} {msg}", progress.progress)
+        }
+        HostEvent::ServerLog { server, message } => {
+            format!("{server}: [{}] {}", message.level, message.data)
+        }
+        HostEvent::EventsLost { count } => format!("({count} events missed)"),
+        other => format!("{other:?}"),
+    }
+}
