@@ -241,7 +241,9 @@ mod tests {
         let (specs, problems) = cfg.server_specs();
         assert_eq!(specs.len(), 1);
         assert_eq!(specs[0].name, "fs");
-        let mcpvisor_actors::TransportSpec::Stdio(s) = &specs[0].transport;
+        let mcpvisor_actors::TransportSpec::Stdio(s) = &specs[0].transport else {
+            panic!("stdio expected")
+        };
         assert_eq!(s.cwd.as_deref(), Some(Path::new("/proj/sub")));
         let names: Vec<&str> = problems.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, vec!["bad_", "empty", "web"]);
