@@ -33,6 +33,8 @@ pub struct Host {
     bus: EventBus,
     next_token: AtomicU64,
     shut_down: AtomicBool,
+    /// Subscribed before the supervisor started, so the first `events()` misses nothing.
+    first_events: parking_lot::Mutex<Option<broadcast::Receiver<HostEvent>>>,
 }
 
 impl Host {
@@ -53,6 +55,7 @@ impl Host {
         for (id, spec) in &specs {
             status.update(*id, &Arc::from(spec.name.as_str()), |_| {});
         }
+        let first_events = parking_lot::Mutex::new(Some(bus.subscribe()));
         let args = SupervisorArgs {
             specs,
             options,
@@ -70,6 +73,7 @@ impl Host {
             bus,
             next_token: AtomicU64::new(1),
             shut_down: AtomicBool::new(false),
+            first_events,
         })
     }
 
@@ -128,10 +132,16 @@ impl Host {
         }
     }
 
-    /// Events from now on. A subscriber that falls behind by more than the
-    /// configured capacity gets [`HostEvent::EventsLost`] and continues.
+    /// Events as a stream. The first call sees every event since [`Host::start`];
+    /// later calls see events from the moment they subscribe. A subscriber that
+    /// falls behind by more than the configured capacity gets
+    /// [`HostEvent::EventsLost`] and continues.
     pub fn events(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
-        let mut rx = self.bus.subscribe();
+        let mut rx = self
+            .first_events
+            .lock()
+            .take()
+            .unwrap_or_else(|| self.bus.subscribe());
         async_stream::stream! {
             loop {
                 match rx.recv().await {

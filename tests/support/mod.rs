@@ -1,0 +1,127 @@
+//! Shared helpers of the integration tests: demo-server specs, fast options,
+//! event waits, and process and memory readings from /proc.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use futures::{Stream, StreamExt};
+use mcpvisor::{HostEvent, RestartPolicy, ServerSpec, StdioOptions, StdioSpec, SupervisorOptions};
+
+/// A demo server from the built `mcpvisor` binary, with extra flags.
+pub fn demo(name: &str, flags: &[&str]) -> ServerSpec {
+    let mut args = vec!["demo-server".to_string()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    ServerSpec::stdio(name, StdioSpec::new(env!("CARGO_BIN_EXE_mcpvisor"), args))
+}
+
+/// Options with short teardown and restart delays, so tests do not wait on defaults.
+pub fn fast_options() -> SupervisorOptions {
+    SupervisorOptions {
+        request_timeout: Duration::from_secs(30),
+        startup_timeout: Duration::from_secs(20),
+        restart: RestartPolicy {
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            max_restarts: 1000,
+            ..RestartPolicy::default()
+        },
+        stdio: StdioOptions {
+            grace: Duration::from_millis(200),
+            ..StdioOptions::default()
+        },
+        ..SupervisorOptions::default()
+    }
+}
+
+/// Waits for the first event matching `pred`, failing the test after `within`.
+pub async fn wait_for<S, F>(events: &mut S, within: Duration, mut pred: F) -> HostEvent
+where
+    S: Stream<Item = HostEvent> + Unpin,
+    F: FnMut(&HostEvent) -> bool,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(e)) if pred(&e) => return e,
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("event stream ended"),
+            Err(_) => panic!("no matching event within {within:?}"),
+        }
+    }
+}
+
+/// Every event until `quiet` passes without one.
+pub async fn drain<S: Stream<Item = HostEvent> + Unpin>(
+    events: &mut S,
+    quiet: Duration,
+) -> Vec<HostEvent> {
+    let mut out = Vec::new();
+    while let Ok(Some(e)) = tokio::time::timeout(quiet, events.next()).await {
+        out.push(e);
+    }
+    out
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`.
+pub fn live_group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// True while `pid` exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Polls `cond` until it holds or `within` passes; returns whether it held.
+pub async fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// This process's resident set size in KiB.
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where `.ci/peers` installs the third-party servers.
+pub fn peers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
