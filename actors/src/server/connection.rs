@@ -445,6 +445,9 @@ impl Connection {
             },
         };
         self.fail_pending(error);
+        // Withdraw the routes now rather than when the supervisor hears of the exit,
+        // so new calls fail fast instead of reaching a stopping actor.
+        let _ = self.ctx.registry.cast(RegistryMsg::Remove(self.id));
         myself.stop(Some(reason));
     }
 

@@ -1,0 +1,321 @@
+//! Connection failures: timeouts, crashes, oversize frames, isolation between servers.
+
+mod support;
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use mcpvisor::transports::TransportError;
+use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerState};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+use support::{demo, eventually, fast_options, rss_kib, wait_for};
+
+fn pid_of(host: &Host, name: &str) -> Option<u32> {
+    host.servers()
+        .into_iter()
+        .find(|s| &*s.name == name && s.state == ServerState::Ready)
+        .and_then(|s| s.pid)
+}
+
+#[tokio::test]
+async fn timeout_replaces_the_connection_and_drops_late_answers() {
+    let host = Host::start(vec![demo("demo", &[])], fast_options())
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    host.wait_ready(Duration::from_secs(20)).await;
+    let old_pid = pid_of(&host, "demo").unwrap();
+    let r = host
+        .call("mcp__demo__pid", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), old_pid.to_string());
+
+    // One call would answer after 1.5 s, well inside its own timeout; the other times out first.
+    let patient = host.call(
+        "mcp__demo__sleep",
+        json!({"ms": 1500}),
+        CallOptions::default().timeout(Duration::from_secs(20)),
+    );
+    let hasty = host.call(
+        "mcp__demo__sleep",
+        json!({"ms": 1500}),
+        CallOptions::default().timeout(Duration::from_millis(300)),
+    );
+    let (patient, hasty) = tokio::join!(patient, hasty);
+    assert!(
+        matches!(hasty, Err(CallError::Timeout { after, .. }) if after == Duration::from_millis(300)),
+        "{hasty:?}"
+    );
+    assert!(
+        matches!(patient, Err(CallError::ConnectionTimedOut { .. })),
+        "the late answer is never delivered: {patient:?}"
+    );
+    assert!(patient.unwrap_err().is_timeout());
+
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ServerRestarting { .. })
+    })
+    .await;
+    let ready = wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    let HostEvent::ServerReady {
+        pid: Some(new_pid), ..
+    } = ready
+    else {
+        panic!("{ready:?}")
+    };
+    assert_ne!(new_pid, old_pid, "a new process serves the connection");
+    assert!(
+        eventually(Duration::from_secs(5), || !support::is_alive(old_pid)).await,
+        "the old process is gone"
+    );
+    let r = host
+        .call("mcp__demo__pid", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), new_pid.to_string());
+    // Nothing from the old connection leaks into the new one.
+    let r = host
+        .call("mcp__demo__cancelled", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "[]");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn crash_mid_call_fails_with_the_exit_status() {
+    let host = Host::start(vec![demo("demo", &[])], fast_options())
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    let e = host
+        .call(
+            "mcp__demo__crash",
+            json!({"code": 7}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    let CallError::Transport {
+        source: TransportError::Exited { status, .. },
+        ..
+    } = &e
+    else {
+        panic!("expected an exit, got {e}")
+    };
+    assert_eq!(status.code(), Some(7));
+    assert!(e.to_string().contains("exit code 7"), "{e}");
+    // It comes back and works.
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    let r = host
+        .call(
+            "mcp__demo__echo",
+            json!({"text": "back"}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "back");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversize_frame_is_a_typed_error_and_memory_stays_bounded() {
+    let host = Host::start(vec![demo("demo", &[])], fast_options())
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    // Exactly 1 MiB is a valid frame.
+    let r = host
+        .call(
+            "mcp__demo__flood",
+            json!({"bytes": 1_048_576}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.text().len() > 1_000_000);
+    drop(r);
+    let before = rss_kib();
+    for round in 0..5 {
+        if round > 0 {
+            wait_for(&mut events, Duration::from_secs(20), |e| {
+                matches!(e, HostEvent::ServerReady { .. })
+            })
+            .await;
+        }
+        let e = host
+            .call(
+                "mcp__demo__flood",
+                json!({"bytes": 1_048_577}),
+                CallOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CallError::Transport {
+                    source: TransportError::FrameTooLarge { limit: 1_048_576 },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    let growth_kib = rss_kib().saturating_sub(before);
+    // Five 1 MiB floods: a client that buffered them would grow by several MiB per flood.
+    assert!(growth_kib < 16 * 1024, "RSS grew by {growth_kib} KiB");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn killing_one_server_never_fails_calls_on_another() {
+    let host = Host::start(
+        vec![demo("healthy", &[]), demo("victim", &[])],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let statuses = host.wait_ready(Duration::from_secs(20)).await;
+    assert!(
+        statuses.iter().all(|s| s.state == ServerState::Ready),
+        "{statuses:?}"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killer = {
+        let stop = stop.clone();
+        let host = &host;
+        async move {
+            let mut kills = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(pid) = pid_of(host, "victim") {
+                    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+                    kills += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+            kills
+        }
+    };
+    let calls = async {
+        let mut results = Vec::new();
+        for batch in 0..20 {
+            let batch_calls = (0..10).map(|i| {
+                host.call(
+                    "mcp__healthy__echo",
+                    json!({"text": format!("{batch}-{i}")}),
+                    CallOptions::default(),
+                )
+            });
+            results.extend(join_all(batch_calls).await);
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        results
+    };
+    let (results, kills) = tokio::join!(calls, killer);
+    assert_eq!(results.len(), 200);
+    for (n, r) in results.iter().enumerate() {
+        let text = r
+            .as_ref()
+            .unwrap_or_else(|e| panic!("healthy call {n} failed: {e}"))
+            .text();
+        assert_eq!(text, format!("{}-{}", n / 10, n % 10));
+    }
+    assert!(kills >= 3, "the victim was killed {kills} times");
+    let victim = host
+        .servers()
+        .into_iter()
+        .find(|s| &*s.name == "victim")
+        .unwrap();
+    assert!(victim.restarts >= 3, "{victim:?}");
+    let healthy = host
+        .servers()
+        .into_iter()
+        .find(|s| &*s.name == "healthy")
+        .unwrap();
+    assert_eq!(healthy.restarts, 0);
+    // The victim comes back.
+    assert!(
+        eventually(Duration::from_secs(20), || pid_of(&host, "victim")
+            .is_some())
+        .await
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn restart_intensity_limit_marks_failed_until_asked_again() {
+    let mut options = fast_options();
+    options.restart.max_restarts = 2;
+    let host = Host::start(vec![demo("flaky", &["--exit-during-initialize"])], options)
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    let failed = wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerFailed { .. })
+    })
+    .await;
+    let HostEvent::ServerFailed { reason, .. } = failed else {
+        unreachable!()
+    };
+    assert!(reason.contains("exit code 4"), "{reason}");
+    assert!(matches!(
+        host.servers()[0].state,
+        ServerState::Failed { .. }
+    ));
+    assert_eq!(host.servers()[0].restarts, 2);
+    // Asked again, it starts again (and fails again, with a fresh budget).
+    assert_eq!(host.restart("flaky").await.unwrap(), 1);
+    wait_for(&mut events, Duration::from_secs(5), |e| {
+        matches!(e, HostEvent::ServerStarting { attempt: 0, .. })
+    })
+    .await;
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerFailed { .. })
+    })
+    .await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn startup_timeout_when_initialize_is_never_answered() {
+    let mut options = fast_options();
+    options.startup_timeout = Duration::from_millis(300);
+    options.restart.max_restarts = 1;
+    let host = Host::start(vec![demo("mute", &["--hang-initialize"])], options)
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    let restarting = wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ServerRestarting { .. })
+    })
+    .await;
+    let HostEvent::ServerRestarting { reason, .. } = restarting else {
+        unreachable!()
+    };
+    assert!(reason.contains("startup did not finish"), "{reason}");
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ServerFailed { .. })
+    })
+    .await;
+    host.shutdown().await;
+}

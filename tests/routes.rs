@@ -1,0 +1,175 @@
+//! Route building: invalid names and duplicates are reported and not advertised;
+//! tools/list_changed re-lists.
+
+mod support;
+
+use std::time::Duration;
+
+use mcpvisor::{CallOptions, Host, HostEvent};
+use serde_json::json;
+use support::{demo, drain, fast_options, wait_for};
+
+#[tokio::test]
+async fn invalid_tool_names_are_rejected_and_reported() {
+    let long = "t".repeat(60);
+    let host = Host::start(
+        vec![demo(
+            "demo",
+            &[
+                "--extra-tool",
+                "bad name!",
+                "--extra-tool",
+                &long,
+                "--extra-tool",
+                "ok-tool",
+            ],
+        )],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let mut events = Box::pin(host.events());
+    let mut all = Vec::new();
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        all.push(e.clone());
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
+    assert!(
+        names.contains(&"mcp__demo__ok-tool".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains("bad") || n.contains(&long)),
+        "{names:?}"
+    );
+    assert_eq!(names.len(), 13);
+    all.extend(drain(&mut events, Duration::from_millis(300)).await);
+    all.retain(|e| matches!(e, HostEvent::RouteRejected { .. }));
+    let mut rejected: Vec<(String, String)> = all
+        .into_iter()
+        .map(|e| match e {
+            HostEvent::RouteRejected { tool, reason, .. } => (tool, reason),
+            _ => unreachable!(),
+        })
+        .collect();
+    rejected.sort();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert_eq!(rejected[0].0, "bad name!");
+    assert!(rejected[0].1.contains("character"), "{rejected:?}");
+    assert_eq!(rejected[1].0, long);
+    assert!(rejected[1].1.contains("64"), "{rejected:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_listed_twice_is_advertised_for_neither() {
+    let host = Host::start(
+        vec![demo("demo", &["--extra-tool", "echo"])],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let mut events = Box::pin(host.events());
+    let conflict = wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::RouteConflict { .. })
+    })
+    .await;
+    let HostEvent::RouteConflict { name, servers } = conflict else {
+        unreachable!()
+    };
+    assert_eq!(name.as_str(), "mcp__demo__echo");
+    assert_eq!(servers.len(), 2);
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
+    assert!(!names.contains(&"mcp__demo__echo".to_string()));
+    assert!(names.contains(&"mcp__demo__add".to_string()));
+    let e = host
+        .call(
+            "mcp__demo__echo",
+            json!({"text": "x"}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, mcpvisor::CallError::UnknownTool(_)), "{e}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_same_server_name_twice_advertises_neither() {
+    let host = Host::start(
+        vec![demo("twin", &[]), demo("twin", &[]), demo("solo", &[])],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let mut events = Box::pin(host.events());
+    let conflict = wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::RouteConflict { .. })
+    })
+    .await;
+    let HostEvent::RouteConflict { name, servers } = conflict else {
+        unreachable!()
+    };
+    assert!(name.as_str().starts_with("mcp__twin__"), "{name}");
+    assert_eq!(
+        servers.iter().map(|s| &**s).collect::<Vec<_>>(),
+        vec!["twin", "twin"]
+    );
+    host.wait_ready(Duration::from_secs(20)).await;
+    let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("mcp__solo__")),
+        "{names:?}"
+    );
+    assert_eq!(names.len(), 12);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_changed_relists_and_updates_routes() {
+    let host = Host::start(
+        vec![demo("demo", &["--list-changed-early"])],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let mut events = Box::pin(host.events());
+    wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await;
+    assert_eq!(host.tools().len(), 12);
+    let r = host
+        .call(
+            "mcp__demo__add_tool",
+            json!({"name": "fresh"}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "added fresh");
+    let changed = wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ToolsChanged { tools, .. } if tools.iter().any(|t| t.as_str() == "mcp__demo__fresh"))
+    })
+    .await;
+    let HostEvent::ToolsChanged { tools, .. } = changed else {
+        unreachable!()
+    };
+    assert_eq!(tools.len(), 13);
+    let r = host
+        .call(
+            "mcp__demo__fresh",
+            json!({"text": "new route"}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "new route");
+    host.shutdown().await;
+}
