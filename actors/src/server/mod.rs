@@ -87,6 +87,8 @@ impl Actor for ServerActor {
         let (child, _) =
             TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
                 .await?;
+        ctx.status
+            .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = Some(pid));
         let mut conn = Connection::new(id, spec, ctx, child, Some(pid));
         conn.begin(&myself);
         Ok(conn)
