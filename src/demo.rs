@@ -37,6 +37,9 @@ struct DemoArgs {
 
 /// If this process was started as `<binary> demo-server …`, serves the demo
 /// server on stdin/stdout and exits; otherwise returns at once.
+///
+/// Call it first thing in `main`, before a Tokio runtime exists: serving
+/// builds its own runtime.
 pub fn serve_if_requested() {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) != Some(DEMO_SERVER_ARG) {

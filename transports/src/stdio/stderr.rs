@@ -8,6 +8,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Longest stderr line kept or logged; the rest of a longer line is dropped.
 pub(crate) const MAX_LINE: usize = 4096;
+/// Longest stderr excerpt put into an error message.
+pub(crate) const MAX_JOINED: usize = 1024;
 
 /// The last lines a server wrote to stderr, bounded in count and length.
 #[derive(Debug, Default)]
@@ -34,13 +36,23 @@ impl StderrTail {
         self.lines.push_back(line);
     }
 
-    /// The kept lines joined with ` | `, for one-line error messages.
+    /// The kept lines joined with ` | `, for one-line error messages: at most
+    /// [`MAX_JOINED`] bytes, keeping the end, where the cause usually is.
     pub(crate) fn joined(&self) -> String {
-        self.lines
+        let all = self
+            .lines
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>()
-            .join(" | ")
+            .join(" | ");
+        if all.len() <= MAX_JOINED {
+            return all;
+        }
+        let mut cut = all.len() - MAX_JOINED;
+        while !all.is_char_boundary(cut) {
+            cut += 1;
+        }
+        format!("…{}", &all[cut..])
     }
 }
 
@@ -109,5 +121,8 @@ mod tests {
         assert_eq!(t.lines[0], "line 99");
         assert_eq!(t.lines[1].len(), MAX_LINE + '…'.len_utf8());
         assert_eq!(t.lines[2], "last");
+        let joined = t.joined();
+        assert!(joined.len() <= MAX_JOINED + '…'.len_utf8());
+        assert!(joined.ends_with(" | last"), "the end is kept");
     }
 }
