@@ -16,6 +16,7 @@ use mcpvisor::config::{FILE_NAME, McpConfig};
 use mcpvisor::demo_server::{self, DemoServerOptions};
 use mcpvisor::{CallError, CallOptions, Host, ServerSpec, ServerState, SupervisorOptions};
 use serde_json::Value;
+use tokio::signal::unix::Signal;
 
 #[derive(Parser)]
 #[command(
@@ -104,6 +105,15 @@ async fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Registered before any server starts, so an early Ctrl-C is not lost.
+    let mut interrupt =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mcpvisor: cannot watch for Ctrl-C: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     for (server, problem) in &problems {
         eprintln!("mcpvisor: server `{server}` not started: {problem}");
     }
@@ -119,7 +129,7 @@ async fn run(cli: Cli) -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Watch => watch(&host, cli.json).await,
+        Command::Watch => watch(&host, cli.json, &mut interrupt).await,
         command => {
             let wait = Duration::from_millis(cli.startup_timeout_ms) + Duration::from_secs(1);
             let statuses = host.wait_ready(wait).await;
@@ -137,7 +147,17 @@ async fn run(cli: Cli) -> ExitCode {
                     name,
                     arguments,
                     timeout_ms,
-                } => call(&host, &name, &arguments, timeout_ms, cli.json).await,
+                } => {
+                    call(
+                        &host,
+                        &name,
+                        &arguments,
+                        timeout_ms,
+                        cli.json,
+                        &mut interrupt,
+                    )
+                    .await
+                }
                 Command::Watch | Command::DemoServer(_) => ExitCode::SUCCESS,
             }
         }
@@ -202,6 +222,7 @@ async fn call(
     arguments: &str,
     timeout_ms: Option<u64>,
     json: bool,
+    interrupt: &mut Signal,
 ) -> ExitCode {
     let arguments: Value = match serde_json::from_str(arguments) {
         Ok(v @ Value::Object(_)) => v,
@@ -233,7 +254,7 @@ async fn call(
     let mut pending = std::pin::pin!(pending);
     let result = tokio::select! {
         r = &mut pending => r,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             canceller.cancel();
             let _ = pending.await;
             eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
@@ -265,7 +286,7 @@ async fn call(
     }
 }
 
-async fn watch(host: &Host, json: bool) -> ExitCode {
+async fn watch(host: &Host, json: bool, interrupt: &mut Signal) -> ExitCode {
     let mut events = std::pin::pin!(host.events());
     loop {
         tokio::select! {
@@ -274,7 +295,7 @@ async fn watch(host: &Host, json: bool) -> ExitCode {
                 Some(e) => println!("{}", output::event_line(&e)),
                 None => return ExitCode::SUCCESS,
             },
-            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+            _ = interrupt.recv() => return ExitCode::SUCCESS,
         }
     }
 }
