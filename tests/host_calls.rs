@@ -226,3 +226,16 @@ async fn progress_reaches_the_caller() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_panicking_progress_callback_does_not_break_the_connection() {
+    let host = ready_host(&[]).await;
+    let options = CallOptions::default().on_progress(|_| panic!("host bug in a progress callback"));
+    let r = host
+        .call("mcp__demo__progress", json!({"steps": 2}), options)
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "done 2 steps");
+    assert_eq!(host.servers()[0].restarts, 0);
+    host.shutdown().await;
+}

@@ -5,7 +5,7 @@
 //! happens here, one message at a time, so a server that stops reading blocks
 //! only this actor. Stopping the actor tears the process group down.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mcpvisor_transports::{StdioTransport, TransportEvent, TransportSink};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -69,6 +69,9 @@ impl Actor for TransportActor {
 pub(crate) struct InboundSink {
     pub(crate) server: ActorRef<ServerMsg>,
     pub(crate) gate: Arc<Semaphore>,
+    /// Set once the transport actor exists; stopped if the server actor is gone,
+    /// so a server actor that died without its `post_stop` leaves no process behind.
+    pub(crate) transport: OnceLock<ActorRef<TransportMsg>>,
 }
 
 impl TransportSink for InboundSink {
@@ -76,6 +79,12 @@ impl TransportSink for InboundSink {
         let Ok(permit) = self.gate.clone().acquire_owned().await else {
             return false;
         };
-        self.server.cast(ServerMsg::Inbound(event, permit)).is_ok()
+        if self.server.cast(ServerMsg::Inbound(event, permit)).is_ok() {
+            return true;
+        }
+        if let Some(transport) = self.transport.get() {
+            transport.stop(Some("server actor is gone".into()));
+        }
+        false
     }
 }

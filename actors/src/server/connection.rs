@@ -264,7 +264,11 @@ impl Connection {
                     .as_u64()
                     .and_then(|t| self.progress.get(&t))
                 {
-                    cb(&p);
+                    // A panicking host callback must not take the connection down with it.
+                    let call = std::panic::AssertUnwindSafe(|| cb(&p));
+                    if std::panic::catch_unwind(call).is_err() {
+                        tracing::error!(server = %self.name, "progress callback panicked");
+                    }
                 }
                 self.ctx.bus.emit(HostEvent::Progress {
                     server: self.name.clone(),

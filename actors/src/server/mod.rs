@@ -10,7 +10,7 @@
 
 mod connection;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::CallToolResult;
@@ -81,12 +81,14 @@ impl Actor for ServerActor {
         let sink = Arc::new(InboundSink {
             server: myself.clone(),
             gate: Arc::new(Semaphore::new(ctx.options.inbound_queue.max(1))),
+            transport: OnceLock::new(),
         });
-        let transport = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink)?;
+        let transport = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())?;
         let pid = transport.pid();
         let (child, _) =
             TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
                 .await?;
+        let _ = sink.transport.set(child.clone());
         ctx.status
             .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = Some(pid));
         let mut conn = Connection::new(id, spec, ctx, child, Some(pid));
