@@ -10,7 +10,7 @@ use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerState};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use support::{demo, eventually, fast_options, rss_kib, wait_for};
+use support::{call, demo, eventually, fast_options, next_ready, rss_kib, wait_for};
 
 fn pid_of(host: &Host, name: &str) -> Option<u32> {
     host.servers()
@@ -27,10 +27,7 @@ async fn timeout_replaces_the_connection_and_drops_late_answers() {
     let mut events = Box::pin(host.events());
     host.wait_ready(Duration::from_secs(20)).await;
     let old_pid = pid_of(&host, "demo").unwrap();
-    let r = host
-        .call("mcp__demo__pid", json!({}), CallOptions::default())
-        .await
-        .unwrap();
+    let r = call(&host, "mcp__demo__pid", json!({})).await.unwrap();
     assert_eq!(r.text(), old_pid.to_string());
 
     // One call would answer after 1.5 s, well inside its own timeout; the other times out first.
@@ -59,10 +56,7 @@ async fn timeout_replaces_the_connection_and_drops_late_answers() {
         matches!(e, HostEvent::ServerRestarting { .. })
     })
     .await;
-    let ready = wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
+    let ready = next_ready(&mut events).await;
     let HostEvent::ServerReady {
         pid: Some(new_pid), ..
     } = ready
@@ -74,14 +68,10 @@ async fn timeout_replaces_the_connection_and_drops_late_answers() {
         eventually(Duration::from_secs(5), || !support::is_alive(old_pid)).await,
         "the old process is gone"
     );
-    let r = host
-        .call("mcp__demo__pid", json!({}), CallOptions::default())
-        .await
-        .unwrap();
+    let r = call(&host, "mcp__demo__pid", json!({})).await.unwrap();
     assert_eq!(r.text(), new_pid.to_string());
     // Nothing from the old connection leaks into the new one.
-    let r = host
-        .call("mcp__demo__cancelled", json!({}), CallOptions::default())
+    let r = call(&host, "mcp__demo__cancelled", json!({}))
         .await
         .unwrap();
     assert_eq!(r.text(), "[]");
@@ -94,16 +84,8 @@ async fn crash_mid_call_fails_with_the_exit_status() {
         .await
         .unwrap();
     let mut events = Box::pin(host.events());
-    wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
-    let e = host
-        .call(
-            "mcp__demo__crash",
-            json!({"code": 7}),
-            CallOptions::default(),
-        )
+    next_ready(&mut events).await;
+    let e = call(&host, "mcp__demo__crash", json!({"code": 7}))
         .await
         .unwrap_err();
     let CallError::Transport {
@@ -116,16 +98,8 @@ async fn crash_mid_call_fails_with_the_exit_status() {
     assert_eq!(status.code(), Some(7));
     assert!(e.to_string().contains("exit code 7"), "{e}");
     // It comes back and works.
-    wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
-    let r = host
-        .call(
-            "mcp__demo__echo",
-            json!({"text": "back"}),
-            CallOptions::default(),
-        )
+    next_ready(&mut events).await;
+    let r = call(&host, "mcp__demo__echo", json!({"text": "back"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "back");
@@ -138,17 +112,9 @@ async fn oversize_frame_is_a_typed_error_and_memory_stays_bounded() {
         .await
         .unwrap();
     let mut events = Box::pin(host.events());
-    wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
+    next_ready(&mut events).await;
     // Exactly 1 MiB is a valid frame.
-    let r = host
-        .call(
-            "mcp__demo__flood",
-            json!({"bytes": 1_048_576}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__flood", json!({"bytes": 1_048_576}))
         .await
         .unwrap();
     assert!(r.text().len() > 1_000_000);
@@ -156,17 +122,9 @@ async fn oversize_frame_is_a_typed_error_and_memory_stays_bounded() {
     let before = rss_kib();
     for round in 0..5 {
         if round > 0 {
-            wait_for(&mut events, Duration::from_secs(20), |e| {
-                matches!(e, HostEvent::ServerReady { .. })
-            })
-            .await;
+            next_ready(&mut events).await;
         }
-        let e = host
-            .call(
-                "mcp__demo__flood",
-                json!({"bytes": 1_048_577}),
-                CallOptions::default(),
-            )
+        let e = call(&host, "mcp__demo__flood", json!({"bytes": 1_048_577}))
             .await
             .unwrap_err();
         assert!(

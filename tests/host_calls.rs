@@ -10,7 +10,7 @@ use futures::future::join_all;
 use mcpvisor::demo_server::BUILT_IN_TOOLS;
 use mcpvisor::{CallError, CallOptions, Host, ServerState};
 use serde_json::{Value, json};
-use support::{demo, fast_options};
+use support::{call, demo, fast_options};
 
 async fn ready_host(flags: &[&str]) -> Host {
     let host = Host::start(vec![demo("demo", flags)], fast_options())
@@ -42,32 +42,17 @@ async fn initialize_paginated_list_and_call() {
     assert_eq!(echo.input_schema["type"], "object");
     assert!(echo.input_schema["properties"]["text"].is_object());
 
-    let r = host
-        .call(
-            "mcp__demo__echo",
-            json!({"text": "hello"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__echo", json!({"text": "hello"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "hello");
     assert!(!r.is_error);
-    let r = host
-        .call(
-            "mcp__demo__add",
-            json!({"a": 2, "b": 40}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__add", json!({"a": 2, "b": 40}))
         .await
         .unwrap();
     assert_eq!(r.text(), "42");
     assert_eq!(r.structured_content.as_ref().unwrap()["sum"], json!(42));
-    let r = host
-        .call(
-            "mcp__demo__fail",
-            json!({"message": "nope"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__fail", json!({"message": "nope"}))
         .await
         .unwrap();
     assert!(r.is_error, "a tool error is a result, not a call error");
@@ -78,16 +63,12 @@ async fn initialize_paginated_list_and_call() {
 #[tokio::test]
 async fn errors_are_typed() {
     let host = ready_host(&[]).await;
-    let e = host
-        .call("mcp__demo__nope", json!({}), CallOptions::default())
-        .await
-        .unwrap_err();
+    let e = call(&host, "mcp__demo__nope", json!({})).await.unwrap_err();
     assert!(
         matches!(e, CallError::UnknownTool(ref n) if n == "mcp__demo__nope"),
         "{e}"
     );
-    let e = host
-        .call("mcp__demo__add", json!({"a": "x"}), CallOptions::default())
+    let e = call(&host, "mcp__demo__add", json!({"a": "x"}))
         .await
         .unwrap_err();
     let CallError::Rpc { error, .. } = e else {
@@ -95,12 +76,7 @@ async fn errors_are_typed() {
     };
     assert_eq!(error.code, -32602);
     host.shutdown().await;
-    let e = host
-        .call(
-            "mcp__demo__echo",
-            json!({"text": "x"}),
-            CallOptions::default(),
-        )
+    let e = call(&host, "mcp__demo__echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(
@@ -155,8 +131,7 @@ async fn dropping_a_call_sends_cancelled_to_the_server() {
             .await
             .is_err()
     );
-    let r = host
-        .call("mcp__demo__cancelled", json!({}), CallOptions::default())
+    let r = call(&host, "mcp__demo__cancelled", json!({}))
         .await
         .unwrap();
     let seen = recorded_cancellations(&r.text());
@@ -169,13 +144,13 @@ async fn dropping_a_call_sends_cancelled_to_the_server() {
 #[tokio::test]
 async fn explicit_cancel_resolves_the_call_as_cancelled() {
     let host = ready_host(&[]).await;
-    let call = host.call(
+    let slow = host.call(
         "mcp__demo__sleep",
         json!({"ms": 30_000}),
         CallOptions::default(),
     );
-    let canceller = call.canceller();
-    let task = tokio::spawn(call);
+    let canceller = slow.canceller();
+    let task = tokio::spawn(slow);
     tokio::time::sleep(Duration::from_millis(200)).await;
     canceller.cancel();
     let outcome = tokio::time::timeout(Duration::from_secs(5), task)
@@ -183,18 +158,12 @@ async fn explicit_cancel_resolves_the_call_as_cancelled() {
         .unwrap()
         .unwrap();
     assert!(matches!(outcome, Err(CallError::Cancelled)), "{outcome:?}");
-    let r = host
-        .call("mcp__demo__cancelled", json!({}), CallOptions::default())
+    let r = call(&host, "mcp__demo__cancelled", json!({}))
         .await
         .unwrap();
     assert_eq!(recorded_cancellations(&r.text()).len(), 1);
     // The connection is still the same one and still works.
-    let r = host
-        .call(
-            "mcp__demo__echo",
-            json!({"text": "after"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__echo", json!({"text": "after"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "after");

@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use mcpvisor::{CallOptions, Host, ServerSpec, ServerState, StdioSpec};
+use mcpvisor::{Host, ServerSpec, ServerState, StdioSpec};
 use serde_json::json;
-use support::{fast_options, peers_dir};
+use support::{call, fast_options, peers_dir};
 
 fn everything() -> ServerSpec {
     let index =
@@ -56,12 +56,7 @@ async fn server_everything_over_stdio() {
         "{names:?}"
     );
     assert!(names.len() >= 10, "{names:?}");
-    let r = host
-        .call(
-            "mcp__everything__echo",
-            json!({"message": "hi"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__everything__echo", json!({"message": "hi"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: hi");
@@ -76,21 +71,11 @@ async fn python_sdk_server_over_stdio() {
     let mut names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     names.sort();
     assert_eq!(names, vec!["mcp__py__add", "mcp__py__echo"]);
-    let r = host
-        .call(
-            "mcp__py__echo",
-            json!({"message": "hi"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__py__echo", json!({"message": "hi"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: hi");
-    let r = host
-        .call(
-            "mcp__py__add",
-            json!({"a": 2, "b": 3}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__py__add", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
     assert_eq!(r.text(), "5");

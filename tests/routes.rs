@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use mcpvisor::{CallOptions, Host, HostEvent};
+use mcpvisor::{Host, HostEvent};
 use serde_json::json;
-use support::{demo, drain, fast_options, wait_for};
+use support::{call, demo, drain, fast_options, next_ready, wait_for};
 
 #[tokio::test]
 async fn invalid_tool_names_are_rejected_and_reported() {
@@ -81,19 +81,11 @@ async fn a_tool_listed_twice_is_advertised_for_neither() {
     };
     assert_eq!(name.as_str(), "mcp__demo__echo");
     assert_eq!(servers.len(), 2);
-    wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
+    next_ready(&mut events).await;
     let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     assert!(!names.contains(&"mcp__demo__echo".to_string()));
     assert!(names.contains(&"mcp__demo__add".to_string()));
-    let e = host
-        .call(
-            "mcp__demo__echo",
-            json!({"text": "x"}),
-            CallOptions::default(),
-        )
+    let e = call(&host, "mcp__demo__echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert!(matches!(e, mcpvisor::CallError::UnknownTool(_)), "{e}");
@@ -140,17 +132,9 @@ async fn list_changed_relists_and_updates_routes() {
     .await
     .unwrap();
     let mut events = Box::pin(host.events());
-    wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, HostEvent::ServerReady { .. })
-    })
-    .await;
+    next_ready(&mut events).await;
     assert_eq!(host.tools().len(), 12);
-    let r = host
-        .call(
-            "mcp__demo__add_tool",
-            json!({"name": "fresh"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__add_tool", json!({"name": "fresh"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "added fresh");
@@ -162,12 +146,7 @@ async fn list_changed_relists_and_updates_routes() {
         unreachable!()
     };
     assert_eq!(tools.len(), 13);
-    let r = host
-        .call(
-            "mcp__demo__fresh",
-            json!({"text": "new route"}),
-            CallOptions::default(),
-        )
+    let r = call(&host, "mcp__demo__fresh", json!({"text": "new route"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "new route");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mcpvisor::{CallError, CallOptions, Host, ServerState};
 use serde_json::json;
-use support::{demo, eventually, fast_options, is_alive, live_group_members};
+use support::{call, demo, eventually, fast_options, is_alive, live_group_members};
 
 #[tokio::test]
 async fn shutdown_leaves_no_process_of_any_group() {
@@ -24,12 +24,7 @@ async fn shutdown_leaves_no_process_of_any_group() {
     let leaders: Vec<u32> = statuses.iter().map(|s| s.pid.unwrap()).collect();
     let mut grandchildren = Vec::new();
     for server in ["a", "b"] {
-        let r = host
-            .call(
-                &format!("mcp__{server}__grandchild_pid"),
-                json!({}),
-                CallOptions::default(),
-            )
+        let r = call(&host, &format!("mcp__{server}__grandchild_pid"), json!({}))
             .await
             .unwrap();
         grandchildren.push(r.text().trim().parse::<u32>().unwrap());

@@ -125,3 +125,21 @@ pub fn rss_kib() -> u64 {
 pub fn peers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
 }
+
+/// Waits for the next `ServerReady` event (up to 20 s).
+pub async fn next_ready<S: Stream<Item = HostEvent> + Unpin>(events: &mut S) -> HostEvent {
+    wait_for(events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerReady { .. })
+    })
+    .await
+}
+
+/// Calls `name` with default options.
+pub async fn call(
+    host: &mcpvisor::Host,
+    name: &str,
+    arguments: serde_json::Value,
+) -> Result<mcpvisor::CallToolResult, mcpvisor::CallError> {
+    host.call(name, arguments, mcpvisor::CallOptions::default())
+        .await
+}
