@@ -1,7 +1,10 @@
 //! What every actor of one supervisor shares.
 
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
+
+use mcpvisor_transports::{TransportError, http_client};
 
 use ractor::ActorRef;
 
@@ -17,4 +20,16 @@ pub(crate) struct HostContext {
     pub(crate) registry: ActorRef<RegistryMsg>,
     /// Set once shutdown begins: pending calls then fail with `CallError::Shutdown`.
     pub(crate) shutting_down: AtomicBool,
+    /// One HTTP client for every HTTP server of this host, made on first use.
+    pub(crate) http_client: OnceLock<reqwest::Client>,
+}
+
+impl HostContext {
+    pub(crate) fn http_client(&self) -> Result<reqwest::Client, TransportError> {
+        if let Some(c) = self.http_client.get() {
+            return Ok(c.clone());
+        }
+        let client = http_client(&self.options.http)?;
+        Ok(self.http_client.get_or_init(|| client).clone())
+    }
 }

@@ -87,6 +87,11 @@ pub enum HostEvent {
         /// The message.
         message: LogMessageParams,
     },
+    /// The server's HTTP session expired and a new one was opened; tools are re-listed.
+    SessionRenewed {
+        /// Which server.
+        server: Arc<str>,
+    },
     /// This subscriber fell behind and missed `count` events.
     EventsLost {
         /// How many.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::messages::ProgressParams;
-use mcpvisor_transports::{StdioOptions, StdioSpec};
+use mcpvisor_transports::{HttpOptions, HttpSpec, StdioOptions, StdioSpec};
 
 use crate::restart::RestartPolicy;
 
@@ -15,6 +15,8 @@ use crate::restart::RestartPolicy;
 pub enum TransportSpec {
     /// A child process speaking newline-delimited JSON-RPC.
     Stdio(StdioSpec),
+    /// A Streamable HTTP endpoint.
+    Http(HttpSpec),
 }
 
 /// One server to supervise.
@@ -31,6 +33,16 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
+    /// A Streamable HTTP server with the supervisor's default timeouts.
+    pub fn http(name: impl Into<String>, spec: HttpSpec) -> Self {
+        ServerSpec {
+            name: name.into(),
+            transport: TransportSpec::Http(spec),
+            request_timeout: None,
+            startup_timeout: None,
+        }
+    }
+
     /// A stdio server with the supervisor's default timeouts.
     pub fn stdio(name: impl Into<String>, spec: StdioSpec) -> Self {
         ServerSpec {
@@ -65,6 +77,8 @@ pub struct SupervisorOptions {
     pub client_version: String,
     /// Stdio limits and teardown timings.
     pub stdio: StdioOptions,
+    /// HTTP limits and timings.
+    pub http: HttpOptions,
 }
 
 impl Default for SupervisorOptions {
@@ -79,6 +93,7 @@ impl Default for SupervisorOptions {
             client_name: "mcpvisor".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             stdio: StdioOptions::default(),
+            http: HttpOptions::default(),
         }
     }
 }

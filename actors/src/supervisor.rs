@@ -93,6 +93,7 @@ impl Actor for SupervisorActor {
             status: args.status,
             registry,
             shutting_down: Default::default(),
+            http_client: Default::default(),
         });
         let slots = args
             .specs

@@ -1,35 +1,69 @@
-//! The transport child actor: owns the server's process and writes to it.
+//! The transport child actor: owns the server's connection and writes to it.
 //!
 //! It is linked under its server actor. Reading happens in the transport's own
 //! tasks, which hand events to the server actor through [`InboundSink`]; writing
-//! happens here, one message at a time, so a server that stops reading blocks
-//! only this actor. Stopping the actor tears the process group down.
+//! happens here, one message at a time (HTTP requests are handed to their own
+//! tasks), so a server that stops reading blocks only this actor. Stopping the
+//! actor tears the connection down: the process group for stdio, the GET stream
+//! and the session (DELETE) for HTTP.
 
 use std::sync::{Arc, OnceLock};
 
-use mcpvisor_transports::{StdioTransport, TransportEvent, TransportSink};
+use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 
 use crate::server::ServerMsg;
 
 pub(crate) enum TransportMsg {
-    /// One serialised JSON-RPC message, without its newline.
-    Send(Vec<u8>),
+    /// One serialised JSON-RPC message.
+    Send(Outbound),
+    /// The handshake is complete: open what waits for it (the HTTP GET stream).
+    Ready,
+}
+
+/// The connection a transport actor owns.
+pub(crate) enum Transport {
+    Stdio(StdioTransport),
+    Http(HttpTransport<InboundSink>),
+}
+
+impl Transport {
+    async fn send(&mut self, out: Outbound) {
+        let result = match self {
+            Transport::Stdio(t) => t.send(out.line).await,
+            Transport::Http(t) => t.send(out).await,
+        };
+        // A failed stdio write means the process is going away; its reader reports
+        // the exit with its status, which says more. A failed HTTP notification
+        // only loses that notification; requests report their own failures.
+        if let Err(e) = result {
+            tracing::debug!("send to server failed: {e}");
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        match self {
+            Transport::Stdio(t) => {
+                t.shutdown().await;
+            }
+            Transport::Http(t) => t.shutdown().await,
+        }
+    }
 }
 
 pub(crate) struct TransportActor;
 
 impl Actor for TransportActor {
     type Msg = TransportMsg;
-    type State = StdioTransport;
-    type Arguments = StdioTransport;
+    type State = Transport;
+    type Arguments = Transport;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        transport: StdioTransport,
-    ) -> Result<StdioTransport, ActorProcessingErr> {
+        transport: Transport,
+    ) -> Result<Transport, ActorProcessingErr> {
         Ok(transport)
     }
 
@@ -37,14 +71,13 @@ impl Actor for TransportActor {
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: TransportMsg,
-        transport: &mut StdioTransport,
+        transport: &mut Transport,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TransportMsg::Send(line) => {
-                // A failed write means the process is going away; its reader reports
-                // the exit with its status, which says more than the write error.
-                if let Err(e) = transport.send(line).await {
-                    tracing::debug!(pid = transport.pid(), "write to server failed: {e}");
+            TransportMsg::Send(out) => transport.send(out).await,
+            TransportMsg::Ready => {
+                if let Transport::Http(t) = transport {
+                    t.start_notifications();
                 }
             }
         }
@@ -54,7 +87,7 @@ impl Actor for TransportActor {
     async fn post_stop(
         &self,
         _myself: ActorRef<Self::Msg>,
-        transport: &mut StdioTransport,
+        transport: &mut Transport,
     ) -> Result<(), ActorProcessingErr> {
         transport.shutdown().await;
         Ok(())

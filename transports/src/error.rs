@@ -36,6 +36,9 @@ impl fmt::Display for ExitInfo {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
+    /// The server's definition is unusable (bad URL, bad header).
+    #[error("invalid server definition: {0}")]
+    Config(String),
     /// The server process could not be started.
     #[error("failed to start `{command}`: {source}")]
     Spawn {
@@ -67,6 +70,45 @@ pub enum TransportError {
     /// The transport was already shut down.
     #[error("transport is closed")]
     Closed,
+    /// The HTTP server answered with a status this transport cannot use.
+    #[error("server answered HTTP {status}{}", body_suffix(.body))]
+    HttpStatus {
+        /// The status code.
+        status: u16,
+        /// The start of the body, for diagnosis (bounded).
+        body: String,
+    },
+    /// The HTTP request failed below HTTP (connect, reset, TLS, I/O).
+    #[error("HTTP request failed: {0}")]
+    Http(String),
+    /// An HTTP body or SSE event exceeded the message limit.
+    #[error("server sent a message over the {limit}-byte limit")]
+    MessageTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The answer had a content type that is neither JSON nor SSE.
+    #[error(
+        "server answered with content type {0:?}, expected application/json or text/event-stream"
+    )]
+    UnexpectedContentType(String),
+    /// The answer ended without a response to the request.
+    #[error("server ended its answer without a response to the request")]
+    NoResponse,
+    /// The server's session id has characters outside visible ASCII.
+    #[error("server sent an invalid Mcp-Session-Id")]
+    InvalidSessionId,
+    /// The session expired and could not be renewed.
+    #[error("HTTP session expired and could not be renewed: {0}")]
+    SessionExpired(String),
+}
+
+fn body_suffix(body: &str) -> String {
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(": {body}")
+    }
 }
 
 fn stderr_suffix(tail: &str) -> String {

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use mcpvisor_protocol::{Incoming, MessageError};
+use mcpvisor_protocol::{Incoming, MessageError, RequestId};
 
 use crate::error::TransportError;
 
@@ -13,6 +13,17 @@ pub enum TransportEvent {
     Message(Incoming),
     /// A frame that is not a JSON-RPC message; the connection goes on.
     Malformed(MessageError),
+    /// One request failed at the transport level (HTTP status, oversize answer);
+    /// the connection goes on.
+    RequestFailed {
+        /// The request that failed.
+        id: RequestId,
+        /// Why.
+        error: TransportError,
+    },
+    /// The HTTP session expired and a new one was initialized: what the server
+    /// offers may have changed.
+    SessionRenewed,
     /// The transport ended; nothing follows.
     Closed(TransportError),
 }
@@ -25,4 +36,15 @@ pub enum TransportEvent {
 pub trait TransportSink: Send + Sync + 'static {
     /// Hands over one event.
     fn deliver(&self, event: TransportEvent) -> impl Future<Output = bool> + Send;
+}
+
+/// One message on its way to the server, with what the transport must know of it.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// The serialised message, without a trailing newline.
+    pub line: Vec<u8>,
+    /// The request id when the message is a request (answers are expected).
+    pub id: Option<RequestId>,
+    /// True for `initialize`: HTTP keeps it to renew an expired session.
+    pub initialize: bool,
 }

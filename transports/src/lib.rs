@@ -7,16 +7,23 @@
 //! nothing of actors; the actors crate drives it.
 //!
 //! - [`stdio`]: a child process in its own process group, newline-delimited JSON-RPC.
+//! - [`http`]: Streamable HTTP: POST with JSON or SSE answers, sessions, a
+//!   best-effort GET notification stream; [`headers`] validates and redacts
+//!   configured headers.
 //! - [`secret`]: the redacting string type for environment and header values.
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
 pub mod error;
 pub mod event;
+pub mod headers;
+pub mod http;
 pub mod secret;
 pub mod stdio;
 
 pub use error::{ExitInfo, TransportError};
-pub use event::{TransportEvent, TransportSink};
+pub use event::{Outbound, TransportEvent, TransportSink};
+pub use headers::{HeaderError, HttpHeaders};
+pub use http::{HttpOptions, HttpSpec, HttpTransport, http_client, redact_url};
 pub use secret::SecretString;
 pub use stdio::{StdioOptions, StdioSpec, StdioTransport};

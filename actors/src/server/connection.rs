@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::ErrorObject;
 use mcpvisor_protocol::messages::{ToolsPage, call_tool_params, list_tools_params, methods};
-use mcpvisor_protocol::session::SessionEvent;
+use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
 use mcpvisor_protocol::{CallToolResult, ClientSession, Incoming, Message, RequestId, Tool};
-use mcpvisor_transports::TransportEvent;
+use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
 use ractor::ActorRef;
 use ractor::MessagingErr;
 use serde_json::Value;
@@ -139,7 +139,16 @@ impl Connection {
     }
 
     fn send(&self, msg: &Message) {
-        let _ = self.transport.cast(TransportMsg::Send(msg.to_vec()));
+        let (id, initialize) = match msg {
+            Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
+            _ => (None, false),
+        };
+        let out = Outbound {
+            line: msg.to_vec(),
+            id,
+            initialize,
+        };
+        let _ = self.transport.cast(TransportMsg::Send(out));
     }
 
     /// Sends `initialize` and arms the startup timer.
@@ -224,7 +233,52 @@ impl Connection {
             TransportEvent::Malformed(e) => {
                 tracing::warn!(server = %self.name, "ignored malformed message: {e}")
             }
+            TransportEvent::RequestFailed { id, error } => self.request_failed(myself, id, error),
+            TransportEvent::SessionRenewed => {
+                self.ctx.bus.emit(HostEvent::SessionRenewed {
+                    server: self.name.clone(),
+                });
+                // A new session may offer other tools.
+                if self.ready && self.listing.is_none() {
+                    self.start_listing(myself, false);
+                } else if self.ready {
+                    self.relist = true;
+                }
+            }
             TransportEvent::Closed(e) => self.fail(myself, ConnectionError::Transport(e)),
+        }
+    }
+
+    /// One request failed in the transport (an HTTP status, an oversize answer):
+    /// that request fails; the connection goes on unless it was the handshake.
+    fn request_failed(
+        &mut self,
+        myself: &ActorRef<ServerMsg>,
+        id: RequestId,
+        error: TransportError,
+    ) {
+        if matches!(self.session.state(), HandshakeState::Initializing(init) if *init == id) {
+            self.fail(myself, ConnectionError::Transport(error));
+            return;
+        }
+        match self.session.forget(&id) {
+            Some(Pending::Call { token, reply }) => {
+                self.calls.remove(&token);
+                self.progress.remove(&token);
+                let _ = reply.send(Err(CallError::Transport {
+                    server: self.name.clone(),
+                    source: error,
+                }));
+            }
+            Some(Pending::ListTools { generation }) => {
+                let error = ErrorObject {
+                    code: mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+                    message: error.to_string(),
+                    data: None,
+                };
+                self.on_tools_page(myself, generation, Err(error));
+            }
+            None => {}
         }
     }
 
@@ -239,6 +293,7 @@ impl Connection {
         match handled.event {
             SessionEvent::Ready(init) => {
                 tracing::debug!(server = %self.name, peer = %init.server_info.name, version = %init.server_info.version, "initialized");
+                let _ = self.transport.cast(TransportMsg::Ready);
                 self.start_listing(myself, true);
             }
             SessionEvent::InitializeFailed(f) => self.fail(myself, ConnectionError::Initialize(f)),

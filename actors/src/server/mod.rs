@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::CallToolResult;
-use mcpvisor_transports::{StdioTransport, TransportEvent};
+use mcpvisor_transports::{HttpTransport, StdioTransport, TransportEvent};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
@@ -23,7 +23,7 @@ use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError};
 use crate::options::{ProgressCallback, ServerSpec, TransportSpec};
 use crate::status::ServerId;
-use crate::transport::{InboundSink, TransportActor};
+use crate::transport::{InboundSink, Transport, TransportActor};
 pub(crate) use connection::Connection;
 
 /// A tool call on its way to a server.
@@ -77,21 +77,33 @@ impl Actor for ServerActor {
         args: ServerArgs,
     ) -> Result<Connection, ActorProcessingErr> {
         let ServerArgs { id, spec, ctx } = args;
-        let TransportSpec::Stdio(stdio) = &spec.transport;
         let sink = Arc::new(InboundSink {
             server: myself.clone(),
             gate: Arc::new(Semaphore::new(ctx.options.inbound_queue.max(1))),
             transport: OnceLock::new(),
         });
-        let transport = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())?;
-        let pid = transport.pid();
+        let (transport, pid) = match &spec.transport {
+            TransportSpec::Stdio(stdio) => {
+                let t = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())?;
+                let pid = t.pid();
+                (Transport::Stdio(t), Some(pid))
+            }
+            TransportSpec::Http(http) => {
+                let client = ctx.http_client()?;
+                let t =
+                    HttpTransport::new(&spec.name, http, client, &ctx.options.http, sink.clone())?;
+                (Transport::Http(t), None)
+            }
+        };
         let (child, _) =
             TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
                 .await?;
         let _ = sink.transport.set(child.clone());
-        ctx.status
-            .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = Some(pid));
-        let mut conn = Connection::new(id, spec, ctx, child, Some(pid));
+        if pid.is_some() {
+            ctx.status
+                .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = pid);
+        }
+        let mut conn = Connection::new(id, spec, ctx, child, pid);
         conn.begin(&myself);
         Ok(conn)
     }

@@ -1,0 +1,324 @@
+//! The Streamable HTTP transport of MCP 2025-03-26.
+//!
+//! Every client message is a POST with `Content-Type: application/json` and
+//! `Accept: application/json, text/event-stream`; the answer is JSON (a message
+//! or a batch) or an SSE stream that may carry server notifications before the
+//! response. The `Mcp-Session-Id` from the `initialize` answer goes on every
+//! later request; a 404 on it (or the 400 some servers send) renews the session
+//! once and retries. Requests run concurrently; notifications are sent in order.
+//! A best-effort GET stream carries server-initiated messages. Shutdown stops
+//! the stream, abandons requests in flight and DELETEs the session.
+
+mod body;
+mod notifications;
+mod post;
+mod session;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::RequestId;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::{StatusCode, Url};
+use tokio::task::JoinSet;
+
+use crate::error::TransportError;
+use crate::event::{Outbound, TransportSink};
+use crate::headers::HttpHeaders;
+use crate::secret::SecretString;
+use body::{excerpt, http_error};
+use notifications::NotificationListener;
+use session::{SESSION_HEADER, Session};
+
+/// Where a Streamable HTTP server is and what to send it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpSpec {
+    /// The MCP endpoint, `http` or `https`.
+    pub url: String,
+    /// Extra headers, as literal values (already expanded).
+    pub headers: Vec<(String, SecretString)>,
+}
+
+impl fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, _)| format!("{k}: [redacted]"))
+            .collect();
+        f.debug_struct("HttpSpec")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &headers)
+            .finish()
+    }
+}
+
+/// The URL for display: a query string or user info may hold a credential.
+pub fn redact_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) => {
+            let had_query = u.query().is_some();
+            u.set_query(None);
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            let mut s = u.to_string();
+            if had_query {
+                s.push_str("?[redacted]");
+            }
+            s
+        }
+        Err(_) => "[unparseable URL]".to_string(),
+    }
+}
+
+/// Limits and timings of HTTP connections.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Largest JSON body or SSE event accepted.
+    pub message_limit: usize,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Time allowed for the DELETE at teardown.
+    pub delete_timeout: Duration,
+    /// How often a cut SSE answer is resumed before the request fails.
+    pub resume_attempts: u32,
+    /// First delay before reopening a dropped GET stream (when the server gave no `retry:`).
+    pub get_backoff_initial: Duration,
+    /// Longest delay between GET stream attempts.
+    pub get_backoff_max: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            message_limit: 4 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            delete_timeout: Duration::from_secs(2),
+            resume_attempts: 3,
+            get_backoff_initial: Duration::from_millis(500),
+            get_backoff_max: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A client for HTTP transports: one per host, shared by its servers, so
+/// connections are reused.
+pub fn http_client(options: &HttpOptions) -> Result<reqwest::Client, TransportError> {
+    client_builder(options)
+        .build()
+        .map_err(|e| TransportError::Config(format!("HTTP client: {}", e.without_url())))
+}
+
+fn client_builder(options: &HttpOptions) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(options.connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .tcp_nodelay(true)
+}
+
+pub(crate) struct Shared {
+    pub(crate) server: Arc<str>,
+    client: reqwest::Client,
+    url: Url,
+    headers: HttpHeaders,
+    pub(crate) options: HttpOptions,
+    pub(crate) session: Session,
+}
+
+impl Shared {
+    fn with_session(&self, mut req: reqwest::RequestBuilder) -> (reqwest::RequestBuilder, bool) {
+        let (id, _) = self.session.current();
+        let had = id.is_some();
+        if let Some(id) = id {
+            req = req.header(SESSION_HEADER, id);
+        }
+        (req.headers(self.headers.map().clone()), had)
+    }
+
+    /// POSTs one message; also says whether a session id went with it.
+    pub(crate) async fn post(
+        &self,
+        line: &[u8],
+    ) -> Result<(reqwest::Response, bool), TransportError> {
+        let req = self
+            .client
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(line.to_vec());
+        let (req, had) = self.with_session(req);
+        let resp = req.send().await.map_err(http_error)?;
+        Ok((resp, had))
+    }
+
+    /// Opens an SSE stream with GET, resuming after `last_event_id` if given.
+    pub(crate) async fn get(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<reqwest::Response, TransportError> {
+        self.get_with(&self.client, last_event_id).await
+    }
+
+    pub(crate) async fn get_with(
+        &self,
+        client: &reqwest::Client,
+        last_event_id: Option<&str>,
+    ) -> Result<reqwest::Response, TransportError> {
+        let mut req = client
+            .get(self.url.clone())
+            .header(ACCEPT, "text/event-stream");
+        if let Some(last) = last_event_id.and_then(|l| HeaderValue::from_str(l).ok()) {
+            req = req.header("last-event-id", last);
+        }
+        let (req, _) = self.with_session(req);
+        req.send().await.map_err(http_error)
+    }
+
+    pub(crate) fn client_builder(&self) -> reqwest::ClientBuilder {
+        client_builder(&self.options)
+    }
+
+    /// Renews the session unless another request already did since `generation`.
+    pub(crate) async fn renew(&self, generation: u64) -> Result<(), TransportError> {
+        let _one_at_a_time = self.session.renewing.lock().await;
+        if self.session.generation() != generation {
+            return Ok(());
+        }
+        tracing::info!(server = %self.server, "HTTP session expired; opening a new one");
+        post::reinitialize(self).await?;
+        self.session.renewed();
+        Ok(())
+    }
+
+    async fn delete_session(&self) {
+        let Some(id) = self.session.forget() else {
+            return;
+        };
+        let req = self
+            .client
+            .delete(self.url.clone())
+            .header(SESSION_HEADER, id)
+            .headers(self.headers.map().clone())
+            .timeout(self.options.delete_timeout);
+        match req.send().await {
+            Ok(resp)
+                if resp.status().is_success()
+                    || resp.status() == StatusCode::METHOD_NOT_ALLOWED => {}
+            Ok(resp) => {
+                let status = resp.status();
+                let body = excerpt(resp).await;
+                tracing::debug!(server = %self.server, %status, %body, "session DELETE refused");
+            }
+            Err(e) => {
+                tracing::debug!(server = %self.server, "session DELETE failed: {}", http_error(e))
+            }
+        }
+    }
+}
+
+/// A Streamable HTTP connection.
+pub struct HttpTransport<S> {
+    shared: Arc<Shared>,
+    sink: Arc<S>,
+    requests: JoinSet<()>,
+    listener: Option<NotificationListener>,
+    down: bool,
+}
+
+impl<S> fmt::Debug for HttpTransport<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("server", &self.shared.server)
+            .field("url", &redact_url(self.shared.url.as_str()))
+            .field("headers", &self.shared.headers)
+            .finish()
+    }
+}
+
+impl<S: TransportSink> HttpTransport<S> {
+    /// Prepares a connection (nothing is sent until the first message).
+    pub fn new(
+        server: &str,
+        spec: &HttpSpec,
+        client: reqwest::Client,
+        options: &HttpOptions,
+        sink: Arc<S>,
+    ) -> Result<Self, TransportError> {
+        let url = Url::parse(&spec.url)
+            .map_err(|e| TransportError::Config(format!("URL {}: {e}", redact_url(&spec.url))))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(TransportError::Config(format!(
+                "URL scheme `{}` is not http or https",
+                url.scheme()
+            )));
+        }
+        let headers =
+            HttpHeaders::new(&spec.headers).map_err(|e| TransportError::Config(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            server: Arc::from(server),
+            client,
+            url,
+            headers,
+            options: options.clone(),
+            session: Session::default(),
+        });
+        Ok(HttpTransport {
+            shared,
+            sink,
+            requests: JoinSet::new(),
+            listener: None,
+            down: false,
+        })
+    }
+
+    /// Sends one message. Requests run concurrently and report their own
+    /// failures; notifications and responses are sent in order, before the next message.
+    pub async fn send(&mut self, out: Outbound) -> Result<(), TransportError> {
+        if self.down {
+            return Err(TransportError::Closed);
+        }
+        while self.requests.try_join_next().is_some() {}
+        if out.initialize {
+            self.shared.session.remember_init(&out.line);
+        }
+        match out.id.clone() {
+            Some(id) => {
+                let (shared, sink) = (self.shared.clone(), self.sink.clone());
+                let id: RequestId = id;
+                self.requests
+                    .spawn(post::post_request(shared, sink, out, id));
+                Ok(())
+            }
+            None => post::post_notification(&self.shared, &out.line).await,
+        }
+    }
+
+    /// Opens the GET notification stream (after the handshake).
+    pub fn start_notifications(&mut self) {
+        if self.listener.is_some() || self.down {
+            return;
+        }
+        match NotificationListener::spawn(self.shared.clone(), self.sink.clone()) {
+            Ok(l) => self.listener = Some(l),
+            Err(e) => {
+                tracing::warn!(server = %self.shared.server, "notification stream not started: {e}")
+            }
+        }
+    }
+
+    /// Stops the GET stream (joining its thread), abandons requests in flight and
+    /// DELETEs the session. Idempotent.
+    pub async fn shutdown(&mut self) {
+        if self.down {
+            return;
+        }
+        self.down = true;
+        if let Some(mut listener) = self.listener.take() {
+            listener.stop().await;
+        }
+        self.requests.abort_all();
+        while self.requests.join_next().await.is_some() {}
+        self.shared.delete_session().await;
+    }
+}

@@ -1,0 +1,145 @@
+//! The GET notification stream: best effort, on its own thread.
+//!
+//! It runs on a dedicated thread with an isolated current-thread Tokio runtime,
+//! so a slow or broken stream never competes with the host's runtime, and it
+//! stops — and its thread is joined — on shutdown. Nothing here can fail a POST:
+//! 405 means the server offers no stream (no retry); other failures reconnect
+//! with backoff, honouring `retry:` and sending `Last-Event-ID`.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mcpvisor_protocol::sse::SseParser;
+use reqwest::StatusCode;
+use tokio::sync::watch;
+
+use super::Shared;
+use super::body::{Kind, kind, pump_sse};
+use crate::event::TransportSink;
+
+pub(crate) struct NotificationListener {
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl NotificationListener {
+    pub(crate) fn spawn<S: TransportSink>(
+        shared: Arc<Shared>,
+        sink: Arc<S>,
+    ) -> std::io::Result<NotificationListener> {
+        let (stop, stopped) = watch::channel(false);
+        let name = format!("mcpvisor-sse-{}", shared.server);
+        let thread = std::thread::Builder::new().name(name).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::warn!(server = %shared.server, "notification stream not started: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(listen(shared, sink, stopped));
+        })?;
+        Ok(NotificationListener {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the stream and joins its thread.
+    pub(crate) async fn stop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+impl Drop for NotificationListener {
+    fn drop(&mut self) {
+        // The thread notices and ends on its own; nothing blocks in a destructor.
+        let _ = self.stop.send(true);
+    }
+}
+
+enum Outcome {
+    /// 405: the server has no GET stream.
+    Unsupported,
+    /// The stream ended or failed; try again later.
+    Retry,
+}
+
+async fn listen<S: TransportSink>(
+    shared: Arc<Shared>,
+    sink: Arc<S>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    // Connections made here belong to this thread's runtime, so this stream gets
+    // its own client instead of sharing the POST client's pool across runtimes.
+    let client = match shared.client_builder().build() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(server = %shared.server, "notification stream not started: {e}");
+            return;
+        }
+    };
+    let mut parser = SseParser::new(shared.options.message_limit);
+    let mut backoff = shared.options.get_backoff_initial;
+    loop {
+        let attempt = stream_once(&shared, &client, &*sink, &mut parser);
+        let outcome = tokio::select! {
+            _ = stopped.changed() => return,
+            outcome = attempt => outcome,
+        };
+        let delay = match outcome {
+            Outcome::Unsupported => {
+                tracing::debug!(server = %shared.server, "server offers no GET notification stream (405)");
+                return;
+            }
+            Outcome::Retry => match parser.retry() {
+                Some(ms) => Duration::from_millis(ms),
+                None => {
+                    let d = backoff;
+                    backoff = (backoff * 2).min(shared.options.get_backoff_max);
+                    d
+                }
+            },
+        };
+        tokio::select! {
+            _ = stopped.changed() => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+async fn stream_once<S: TransportSink>(
+    shared: &Shared,
+    client: &reqwest::Client,
+    sink: &S,
+    parser: &mut SseParser,
+) -> Outcome {
+    let last = parser.last_event_id().map(str::to_string);
+    let mut resp = match shared.get_with(client, last.as_deref()).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(server = %shared.server, "notification stream: {e}");
+            return Outcome::Retry;
+        }
+    };
+    match resp.status() {
+        StatusCode::METHOD_NOT_ALLOWED => return Outcome::Unsupported,
+        StatusCode::OK if matches!(kind(&resp), Kind::Sse) => {}
+        status => {
+            tracing::debug!(server = %shared.server, %status, "notification stream refused");
+            return Outcome::Retry;
+        }
+    }
+    tracing::debug!(server = %shared.server, "notification stream open");
+    if let Err(e) = pump_sse(&mut resp, parser, sink, None).await {
+        tracing::debug!(server = %shared.server, "notification stream ended: {e}");
+    }
+    Outcome::Retry
+}

@@ -1,0 +1,236 @@
+//! One request over POST: the answer as JSON or SSE, session renewal, and
+//! resuming a cut SSE answer with GET and `Last-Event-ID`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::sse::SseParser;
+use mcpvisor_protocol::{Incoming, Message, RequestId};
+use reqwest::StatusCode;
+
+use super::Shared;
+use super::body::{Kind, answers, deliver_json, excerpt, kind, pump_sse, read_bounded};
+use crate::error::TransportError;
+use crate::event::{Outbound, TransportEvent, TransportSink};
+
+/// Delay before resuming a cut stream when the server gave no `retry:`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// Sends a request and delivers what comes back; a failure of this request alone
+/// is reported as `RequestFailed`, never as the end of the connection.
+pub(crate) async fn post_request<S: TransportSink>(
+    shared: Arc<Shared>,
+    sink: Arc<S>,
+    out: Outbound,
+    id: RequestId,
+) {
+    if let Err(error) = exchange(&shared, &*sink, &out, &id).await {
+        if !matches!(error, TransportError::Closed) {
+            tracing::debug!(server = %shared.server, %id, "request failed: {error}");
+            sink.deliver(TransportEvent::RequestFailed { id, error })
+                .await;
+        }
+    }
+}
+
+async fn exchange<S: TransportSink>(
+    shared: &Shared,
+    sink: &S,
+    out: &Outbound,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    let mut renewed = false;
+    loop {
+        let generation = shared.session.generation();
+        let (resp, had_session) = shared.post(&out.line).await?;
+        if out.initialize {
+            shared.session.capture(resp.headers())?;
+        }
+        let status = resp.status();
+        if status == StatusCode::OK {
+            return read_answer(shared, sink, resp, id).await;
+        }
+        if !had_session || out.initialize || renewed {
+            return Err(status_error(resp).await);
+        }
+        let expired = if status == StatusCode::NOT_FOUND {
+            true
+        } else if status == StatusCode::BAD_REQUEST {
+            // Some servers (the TypeScript SDK's among them) answer a deleted session
+            // with 400 and a JSON-RPC error about the session instead of 404.
+            let body = excerpt(resp).await;
+            if !mentions_session(&body) {
+                return Err(TransportError::HttpStatus { status: 400, body });
+            }
+            true
+        } else {
+            return Err(status_error(resp).await);
+        };
+        if expired {
+            shared.renew(generation).await?;
+            renewed = true;
+            sink.deliver(TransportEvent::SessionRenewed).await;
+        }
+    }
+}
+
+async fn status_error(resp: reqwest::Response) -> TransportError {
+    let status = resp.status().as_u16();
+    TransportError::HttpStatus {
+        status,
+        body: excerpt(resp).await,
+    }
+}
+
+fn mentions_session(body: &str) -> bool {
+    let Ok(Incoming::Single(Message::Error(e))) = Message::parse(body.as_bytes()) else {
+        return false;
+    };
+    e.error.message.to_ascii_lowercase().contains("session")
+}
+
+async fn read_answer<S: TransportSink>(
+    shared: &Shared,
+    sink: &S,
+    mut resp: reqwest::Response,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    let limit = shared.options.message_limit;
+    match kind(&resp) {
+        Kind::Json => {
+            let body = read_bounded(resp, limit).await?;
+            if deliver_json(&body, sink, Some(id)).await? {
+                Ok(())
+            } else {
+                Err(TransportError::NoResponse)
+            }
+        }
+        Kind::Sse => {
+            let mut parser = SseParser::new(limit);
+            if pump_sse(&mut resp, &mut parser, sink, Some(id)).await? {
+                return Ok(());
+            }
+            drop(resp);
+            resume(shared, sink, &mut parser, id).await
+        }
+        Kind::Other(ct) => Err(TransportError::UnexpectedContentType(ct)),
+    }
+}
+
+/// The answer's stream ended before the answer: reconnect with GET and
+/// `Last-Event-ID` after the server's `retry:` delay, as the spec describes.
+async fn resume<S: TransportSink>(
+    shared: &Shared,
+    sink: &S,
+    parser: &mut SseParser,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    for _ in 0..shared.options.resume_attempts {
+        let Some(last) = parser.last_event_id().map(str::to_string) else {
+            return Err(TransportError::NoResponse);
+        };
+        let delay = parser
+            .retry()
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_RETRY);
+        tokio::time::sleep(delay).await;
+        let mut resp = shared.get(Some(&last)).await?;
+        if resp.status() != StatusCode::OK {
+            return Err(status_error(resp).await);
+        }
+        if !matches!(kind(&resp), Kind::Sse) {
+            return Err(TransportError::UnexpectedContentType(
+                "GET answer is not an event stream".into(),
+            ));
+        }
+        if pump_sse(&mut resp, parser, sink, Some(id)).await? {
+            return Ok(());
+        }
+    }
+    Err(TransportError::NoResponse)
+}
+
+/// Sends a notification or response; a 202 (or 200) is all that comes back.
+pub(crate) async fn post_notification(shared: &Shared, line: &[u8]) -> Result<(), TransportError> {
+    let (resp, _) = shared.post(line).await?;
+    match resp.status() {
+        StatusCode::ACCEPTED | StatusCode::OK => Ok(()),
+        _ => Err(status_error(resp).await),
+    }
+}
+
+/// Opens a session again: replays `initialize`, checks the answer, sends `initialized`.
+pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> {
+    let init = shared
+        .session
+        .init_line()
+        .ok_or_else(|| TransportError::SessionExpired("no initialize to replay".into()))?;
+    let init_id = match Message::parse(&init) {
+        Ok(Incoming::Single(Message::Request(r))) => r.id,
+        _ => {
+            return Err(TransportError::SessionExpired(
+                "stored initialize is unreadable".into(),
+            ));
+        }
+    };
+    shared.session.forget();
+    let (mut resp, _) = shared.post(&init).await?;
+    if resp.status() != StatusCode::OK {
+        return Err(TransportError::SessionExpired(
+            status_error(resp).await.to_string(),
+        ));
+    }
+    shared.session.capture(resp.headers())?;
+    // The answer is checked here and not delivered: the session above this
+    // transport already completed its handshake.
+    let collector = Collector::default();
+    let answered = match kind(&resp) {
+        Kind::Json => {
+            let body = read_bounded(resp, shared.options.message_limit).await?;
+            deliver_json(&body, &collector, Some(&init_id)).await?
+        }
+        Kind::Sse => {
+            let mut parser = SseParser::new(shared.options.message_limit);
+            pump_sse(&mut resp, &mut parser, &collector, Some(&init_id)).await?
+        }
+        Kind::Other(ct) => return Err(TransportError::UnexpectedContentType(ct)),
+    };
+    let result = collector.take_result(&init_id);
+    if !answered || result.is_none() {
+        return Err(TransportError::SessionExpired(
+            "new session's initialize was not answered".into(),
+        ));
+    }
+    if let Some(Err(e)) = result.map(mcpvisor_protocol::messages::InitializeResult::validate) {
+        return Err(TransportError::SessionExpired(e.to_string()));
+    }
+    let initialized = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(
+        mcpvisor_protocol::messages::methods::INITIALIZED,
+        None,
+    ));
+    post_notification(shared, &initialized.to_vec()).await
+}
+
+/// A sink that keeps messages instead of passing them on (for the renewal handshake).
+#[derive(Default)]
+struct Collector(parking_lot::Mutex<Vec<Incoming>>);
+
+impl Collector {
+    fn take_result(&self, id: &RequestId) -> Option<serde_json::Value> {
+        let all = std::mem::take(&mut *self.0.lock());
+        all.into_iter().find_map(|incoming| match incoming {
+            Incoming::Single(Message::Response(r)) if &r.id == id => Some(r.result),
+            i if answers(&i, id) => None,
+            _ => None,
+        })
+    }
+}
+
+impl TransportSink for Collector {
+    async fn deliver(&self, event: TransportEvent) -> bool {
+        if let TransportEvent::Message(m) = event {
+            self.0.lock().push(m);
+        }
+        true
+    }
+}
