@@ -2,7 +2,8 @@
 //!
 //! This crate owns everything about MCP that can be decided from values alone:
 //! JSON-RPC 2.0 messages ([`jsonrpc`]), newline framing with a hard byte limit
-//! ([`frame`]), the MCP messages a tool client uses at protocol version
+//! ([`frame`]), Server-Sent Events parsing with a per-event byte limit
+//! ([`sse`]), the MCP messages a tool client uses at protocol version
 //! `2025-03-26` and the validation of the server's `initialize` answer
 //! ([`messages`]), the client session state machine ([`session`]), qualified
 //! tool names ([`names`]) and tool definitions for model APIs ([`tool_schema`]).
@@ -17,6 +18,7 @@ pub mod jsonrpc;
 pub mod messages;
 pub mod names;
 pub mod session;
+pub mod sse;
 pub mod tool_schema;
 
 pub use frame::{FrameDecoder, FrameError, STDIO_FRAME_LIMIT};
@@ -24,4 +26,5 @@ pub use jsonrpc::{ErrorObject, Incoming, Message, MessageError, RequestId};
 pub use messages::{CallToolResult, ContentBlock, PROTOCOL_VERSION, Tool};
 pub use names::{NameError, QualifiedMcpToolName};
 pub use session::{ClientSession, SessionEvent};
+pub use sse::{SseError, SseEvent, SseParser};
 pub use tool_schema::ToolDefinition;
