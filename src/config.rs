@@ -1,16 +1,19 @@
 //! `.mcp.json`: the server definitions hosts such as Claude Code use.
 //!
 //! This reads the `mcpServers` map. Stdio entries (`command`, `args`, `env`,
-//! `cwd`) become [`ServerSpec`]s; other transport types are kept as
+//! `cwd`) and Streamable HTTP entries (`"type": "http"`, `url`, `headers`)
+//! become [`ServerSpec`]s; other transport types are kept as
 //! [`Definition::Unsupported`] and reported for that entry alone, so one entry
-//! never stops the others. Environment values are secrets throughout.
+//! never stops the others. Environment and header values are secrets throughout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mcpvisor_actors::ServerSpec;
 use mcpvisor_protocol::names::validate_server_name;
-use mcpvisor_transports::{SecretString, StdioSpec};
+use mcpvisor_transports::{
+    HttpHeaders, HttpSpec, SecretString, StdioSpec, endpoint_url, redact_url,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -49,6 +52,8 @@ pub enum ConfigError {
 pub enum Definition {
     /// A child process.
     Stdio(StdioDefinition),
+    /// A Streamable HTTP endpoint.
+    Http(HttpDefinition),
     /// A transport type this version does not run yet (kept, reported).
     Unsupported {
         /// The `type` as written.
@@ -67,6 +72,24 @@ pub struct StdioDefinition {
     pub env: BTreeMap<String, SecretString>,
     /// Working directory, resolved against the file's directory.
     pub cwd: Option<PathBuf>,
+}
+
+/// An HTTP entry. `Debug` shows header names, never values, and no URL query.
+#[derive(Clone, PartialEq)]
+pub struct HttpDefinition {
+    /// The MCP endpoint.
+    pub url: String,
+    /// Headers as literal values.
+    pub headers: BTreeMap<String, SecretString>,
+}
+
+impl std::fmt::Debug for HttpDefinition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpDefinition")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &self.headers)
+            .finish()
+    }
 }
 
 /// One named entry and what is wrong with it, if anything.
@@ -105,6 +128,9 @@ struct RawEntry {
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
     #[serde(flatten)]
     _other: BTreeMap<String, Value>,
 }
@@ -187,6 +213,26 @@ impl ServerEntry {
                     cwd: raw.cwd.map(|c| base.join(c)),
                 })
             }
+            "http" => {
+                let url = raw.url.unwrap_or_default();
+                if url.trim().is_empty() {
+                    problems.push("`url` is missing or empty".into());
+                } else if let Err(e) = endpoint_url(&url) {
+                    problems.push(e.to_string());
+                }
+                let headers: Vec<(String, SecretString)> = raw
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k, SecretString::new(v)))
+                    .collect();
+                if let Err(e) = HttpHeaders::new(&headers) {
+                    problems.push(e.to_string());
+                }
+                Definition::Http(HttpDefinition {
+                    url,
+                    headers: headers.into_iter().collect(),
+                })
+            }
             "" => {
                 problems.push("neither `command` nor `type` is given".into());
                 Definition::Unsupported { kind }
@@ -218,6 +264,17 @@ impl ServerEntry {
                     cwd: d.cwd.clone(),
                 },
             )),
+            Definition::Http(d) => Ok(ServerSpec::http(
+                self.name.clone(),
+                HttpSpec {
+                    url: d.url.clone(),
+                    headers: d
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                },
+            )),
             Definition::Unsupported { kind } => Err(vec![format!(
                 "transport type `{kind}` is not supported yet"
             )]),
@@ -239,14 +296,15 @@ mod tests {
         }}"#;
         let cfg = McpConfig::parse(text, Path::new("/proj/.mcp.json")).unwrap();
         let (specs, problems) = cfg.server_specs();
-        assert_eq!(specs.len(), 1);
+        assert_eq!(specs.len(), 2);
         assert_eq!(specs[0].name, "fs");
+        assert_eq!(specs[1].name, "web");
         let mcpvisor_actors::TransportSpec::Stdio(s) = &specs[0].transport else {
             panic!("stdio expected")
         };
         assert_eq!(s.cwd.as_deref(), Some(Path::new("/proj/sub")));
         let names: Vec<&str> = problems.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, vec!["bad_", "empty", "web"]);
+        assert_eq!(names, vec!["bad_", "empty"]);
         let shown = format!("{cfg:?}");
         assert!(!shown.contains("s3cr3t-value"), "{shown}");
     }

@@ -24,6 +24,6 @@ pub mod stdio;
 pub use error::{ExitInfo, TransportError};
 pub use event::{Outbound, TransportEvent, TransportSink};
 pub use headers::{HeaderError, HttpHeaders};
-pub use http::{HttpOptions, HttpSpec, HttpTransport, http_client, redact_url};
+pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
 pub use secret::SecretString;
 pub use stdio::{StdioOptions, StdioSpec, StdioTransport};

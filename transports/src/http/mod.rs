@@ -72,6 +72,20 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Parses an MCP endpoint URL: it must be `http` or `https`.
+pub fn endpoint_url(url: &str) -> Result<Url, TransportError> {
+    let parsed = Url::parse(url).map_err(|e| {
+        TransportError::Config(format!("`url` {} is not a valid URL: {e}", redact_url(url)))
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(TransportError::Config(format!(
+            "`url` scheme `{}` is not http or https",
+            parsed.scheme()
+        )));
+    }
+    Ok(parsed)
+}
+
 /// Limits and timings of HTTP connections.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -245,14 +259,7 @@ impl<S: TransportSink> HttpTransport<S> {
         options: &HttpOptions,
         sink: Arc<S>,
     ) -> Result<Self, TransportError> {
-        let url = Url::parse(&spec.url)
-            .map_err(|e| TransportError::Config(format!("URL {}: {e}", redact_url(&spec.url))))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(TransportError::Config(format!(
-                "URL scheme `{}` is not http or https",
-                url.scheme()
-            )));
-        }
+        let url = endpoint_url(&spec.url)?;
         let headers =
             HttpHeaders::new(&spec.headers).map_err(|e| TransportError::Config(e.to_string()))?;
         let shared = Arc::new(Shared {
