@@ -2,6 +2,8 @@
 //! event waits, and process and memory readings from /proc.
 #![allow(dead_code)]
 
+pub mod http_server;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
