@@ -1,11 +1,15 @@
 """A small MCP server on the Python SDK (mcp 2.x, MCPServer), used by the interop tests.
 
-Usage: python_server.py [stdio|streamable-http] [port]
+Usage: python_server.py [stdio|http-sse|http-json] [port]
+
+`http-json` answers POSTs with application/json, `http-sse` with text/event-stream.
 """
 
+import asyncio
 import sys
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("mcpvisor-interop-python")
 
@@ -22,10 +26,25 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@server.tool()
+async def announce(ctx: Context) -> str:
+    """Send a tools/list_changed notification outside any request (it travels on the GET stream)."""
+    session = ctx.session
+
+    async def later() -> None:
+        await anyio.sleep(0.2)
+        await session.send_tool_list_changed()
+
+    _background.append(asyncio.get_running_loop().create_task(later()))
+    return "announced"
+
+
+_background: list = []
+
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
         server.run("stdio")
     else:
         port = int(sys.argv[2]) if len(sys.argv) > 2 else 3201
-        server.run("streamable-http", host="127.0.0.1", port=port, json_response=True)
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=(transport == "http-json"))

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod http_server;
+pub mod peers;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
