@@ -10,7 +10,7 @@ use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerState};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use support::{call, demo, eventually, fast_options, next_ready, rss_kib, wait_for};
+use support::{call, demo, eventually, fast_options, next_ready, wait_for};
 
 fn pid_of(host: &Host, name: &str) -> Option<u32> {
     host.servers()
@@ -103,44 +103,6 @@ async fn crash_mid_call_fails_with_the_exit_status() {
         .await
         .unwrap();
     assert_eq!(r.text(), "back");
-    host.shutdown().await;
-}
-
-#[tokio::test]
-async fn oversize_frame_is_a_typed_error_and_memory_stays_bounded() {
-    let host = Host::start(vec![demo("demo", &[])], fast_options())
-        .await
-        .unwrap();
-    let mut events = Box::pin(host.events());
-    next_ready(&mut events).await;
-    // Exactly 1 MiB is a valid frame.
-    let r = call(&host, "mcp__demo__flood", json!({"bytes": 1_048_576}))
-        .await
-        .unwrap();
-    assert!(r.text().len() > 1_000_000);
-    drop(r);
-    let before = rss_kib();
-    for round in 0..5 {
-        if round > 0 {
-            next_ready(&mut events).await;
-        }
-        let e = call(&host, "mcp__demo__flood", json!({"bytes": 1_048_577}))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                CallError::Transport {
-                    source: TransportError::FrameTooLarge { limit: 1_048_576 },
-                    ..
-                }
-            ),
-            "{e}"
-        );
-    }
-    let growth_kib = rss_kib().saturating_sub(before);
-    // Five 1 MiB floods: a client that buffered them would grow by several MiB per flood.
-    assert!(growth_kib < 16 * 1024, "RSS grew by {growth_kib} KiB");
     host.shutdown().await;
 }
 

@@ -1,0 +1,405 @@
+//! The Streamable HTTP transport against the scriptable fixture: answer kinds,
+//! sessions, the GET stream, resumption, failures and limits.
+
+mod support;
+
+use std::time::Duration;
+
+use mcpvisor::transports::{HttpSpec, TransportError};
+use mcpvisor::{
+    CallError, CallOptions, Host, HostEvent, SecretString, ServerSpec, ServerState,
+    SupervisorOptions,
+};
+use serde_json::json;
+use support::http_server::{AnswerMode, GetMode, HttpMcpServer, Script};
+use support::{call, eventually, fast_options, next_ready, wait_for};
+
+fn options() -> SupervisorOptions {
+    let mut o = fast_options();
+    o.http.get_backoff_initial = Duration::from_millis(50);
+    o
+}
+
+fn spec(server: &HttpMcpServer) -> ServerSpec {
+    ServerSpec::http(
+        "fx",
+        HttpSpec {
+            url: server.url.clone(),
+            headers: Vec::new(),
+        },
+    )
+}
+
+async fn start(
+    script: Script,
+) -> (
+    HttpMcpServer,
+    Host,
+    std::pin::Pin<Box<dyn futures::Stream<Item = HostEvent> + Send>>,
+) {
+    let server = HttpMcpServer::start(script).await;
+    let host = Host::start(vec![spec(&server)], options()).await.unwrap();
+    let mut events: std::pin::Pin<Box<dyn futures::Stream<Item = HostEvent> + Send>> =
+        Box::pin(host.events());
+    next_ready(&mut events).await;
+    (server, host, events)
+}
+
+fn is_log(e: &HostEvent, data: &str) -> bool {
+    matches!(e, HostEvent::ServerLog { message, .. } if message.data == json!(data))
+}
+
+#[tokio::test]
+async fn json_answers_and_the_headers_every_post_carries() {
+    let (server, host, _events) = start(Script {
+        answer: AnswerMode::Json,
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__echo", json!({"text": "json"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "json");
+    let posts: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.http_method == "POST")
+        .collect();
+    assert!(
+        posts.len() >= 4,
+        "initialize, initialized, tools/list, tools/call"
+    );
+    for p in &posts {
+        assert_eq!(p.content_type.as_deref(), Some("application/json"));
+        assert_eq!(
+            p.accept.as_deref(),
+            Some("application/json, text/event-stream")
+        );
+    }
+    assert_eq!(posts[0].rpc_method.as_deref(), Some("initialize"));
+    assert!(posts[0].session.is_none());
+    let session = server.sessions()[0].clone();
+    assert!(
+        posts[1..]
+            .iter()
+            .all(|p| p.session.as_deref() == Some(session.as_str())),
+        "session id on every later POST"
+    );
+    assert_eq!(
+        posts[1].rpc_method.as_deref(),
+        Some("notifications/initialized"),
+        "answered 202"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn sse_answer_with_a_notification_before_the_response() {
+    let (_server, host, mut events) = start(Script {
+        answer: AnswerMode::SseNotifyFirst,
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "3");
+    wait_for(&mut events, Duration::from_secs(5), |e| {
+        is_log(e, "before the answer")
+    })
+    .await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn batch_answer_delivers_every_message() {
+    let (_server, host, mut events) = start(Script {
+        answer: AnswerMode::JsonBatch,
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__echo", json!({"text": "in a batch"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "in a batch");
+    wait_for(&mut events, Duration::from_secs(5), |e| {
+        matches!(e, HostEvent::ServerLog { .. })
+    })
+    .await;
+    host.shutdown().await;
+}
+
+async fn session_expiry_renews_and_retries(script: Script) {
+    let (server, host, mut events) = start(script).await;
+    let first = server.sessions();
+    assert_eq!(first.len(), 1);
+    server.expire_sessions();
+    let r = call(&host, "mcp__fx__echo", json!({"text": "after expiry"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "after expiry");
+    wait_for(&mut events, Duration::from_secs(5), |e| {
+        matches!(e, HostEvent::SessionRenewed { .. })
+    })
+    .await;
+    let now = server.sessions();
+    assert_eq!(now.len(), 1);
+    assert_ne!(now, first, "a new session");
+    let inits = server
+        .rpc_methods()
+        .iter()
+        .filter(|m| m.as_deref() == Some("initialize"))
+        .count();
+    assert_eq!(inits, 2);
+    assert_eq!(host.servers()[0].restarts, 0, "renewal is not a restart");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn expired_session_404_starts_a_new_session_and_retries_once() {
+    session_expiry_renews_and_retries(Script::default()).await;
+}
+
+#[tokio::test]
+async fn dead_session_400_is_treated_as_expiry() {
+    session_expiry_renews_and_retries(Script {
+        dead_session_400: true,
+        ..Script::default()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn get_405_means_no_stream_and_posts_still_work() {
+    let (server, host, _events) = start(Script {
+        get: GetMode::NotAllowed,
+        ..Script::default()
+    })
+    .await;
+    for i in 0..5 {
+        let r = call(&host, "mcp__fx__echo", json!({"text": format!("p{i}")}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), format!("p{i}"));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.get_last_event_ids().len(), 1, "405 is not retried");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn get_409_never_breaks_posts() {
+    let (_server, host, _events) = start(Script {
+        get: GetMode::Conflict,
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__echo", json!({"text": "fine"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "fine");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn dropped_get_stream_resumes_with_last_event_id() {
+    let script = Script {
+        get: GetMode::Stream {
+            events: 2,
+            then_close: true,
+            interval_ms: 10,
+        },
+        ..Script::default()
+    };
+    let (server, host, mut events) = start(script).await;
+    let mut seen = Vec::new();
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        if let HostEvent::ServerLog { message, .. } = e {
+            seen.push(message.data.as_str().unwrap_or_default().to_string());
+        }
+        seen.len() >= 4
+    })
+    .await;
+    assert_eq!(
+        seen,
+        vec!["g-1", "g-2", "g-3", "g-4"],
+        "no event lost or repeated"
+    );
+    let ids = server.get_last_event_ids();
+    assert_eq!(ids[0], None);
+    assert_eq!(ids[1].as_deref(), Some("g-2"));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn cut_post_stream_is_resumed_by_get_after_retry() {
+    let (server, host, _events) = start(Script {
+        cut_tool: Some("cut".into()),
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__cut", json!({})).await.unwrap();
+    assert_eq!(r.text(), "cut done");
+    let cut = &server.cuts()[0];
+    let resumed = cut.resumed_at.expect("resumed by GET");
+    // The server asked for `retry: 500`; resuming sooner would ignore it.
+    assert!(resumed.duration_since(cut.cut_at) >= Duration::from_millis(450));
+    assert!(
+        server
+            .get_last_event_ids()
+            .contains(&Some("p-1".to_string()))
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_restarts_and_its_session_is_deleted() {
+    let (server, host, mut events) = start(Script {
+        hang_tool: Some("hang".into()),
+        ..Script::default()
+    })
+    .await;
+    let first = server.sessions()[0].clone();
+    let e = host
+        .call(
+            "mcp__fx__hang",
+            json!({}),
+            CallOptions::default().timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, CallError::Timeout { .. }), "{e}");
+    next_ready(&mut events).await;
+    assert!(
+        server.deletes().contains(&Some(first.clone())),
+        "{:?}",
+        server.deletes()
+    );
+    assert!(!server.sessions().contains(&first));
+    let r = call(&host, "mcp__fx__echo", json!({"text": "new connection"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "new connection");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn garbage_in_an_sse_answer_is_skipped() {
+    let (_server, host, _events) = start(Script {
+        garbage_tool: Some("junk".into()),
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__junk", json!({})).await.unwrap();
+    assert_eq!(r.text(), "junk done");
+    assert_eq!(host.servers()[0].restarts, 0);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_10_mib_event_fails_that_call_with_a_typed_error() {
+    let (_server, host, _events) = start(Script {
+        huge_event_tool: Some("huge".into()),
+        ..Script::default()
+    })
+    .await;
+    let e = call(&host, "mcp__fx__huge", json!({})).await.unwrap_err();
+    assert!(
+        matches!(e, CallError::Transport { source: TransportError::MessageTooLarge { limit }, .. } if limit == 4 * 1024 * 1024),
+        "{e}"
+    );
+    let r = call(&host, "mcp__fx__echo", json!({"text": "still fine"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "still fine");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn other_statuses_fail_the_call_with_status_and_body() {
+    let (_server, host, _events) = start(Script {
+        fail_status_tool: Some(("boom".into(), 500)),
+        ..Script::default()
+    })
+    .await;
+    let e = call(&host, "mcp__fx__boom", json!({})).await.unwrap_err();
+    let CallError::Transport {
+        source: TransportError::HttpStatus { status, body },
+        ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert_eq!(*status, 500);
+    assert_eq!(body, "fixture failure");
+    let r = call(
+        &host,
+        "mcp__fx__echo",
+        json!({"text": "connection survives"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.text(), "connection survives");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn configured_headers_arrive_on_every_request() {
+    let server = HttpMcpServer::start(Script::default()).await;
+    let headers = vec![
+        ("Authorization".to_string(), SecretString::new("Bearer abc")),
+        ("X-Api-Key".to_string(), SecretString::new("key-1")),
+    ];
+    let spec = ServerSpec::http(
+        "fx",
+        HttpSpec {
+            url: server.url.clone(),
+            headers,
+        },
+    );
+    let host = Host::start(vec![spec], options()).await.unwrap();
+    assert_eq!(
+        host.wait_ready(Duration::from_secs(10)).await[0].state,
+        ServerState::Ready
+    );
+    call(&host, "mcp__fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    host.shutdown().await;
+    let all = server.requests();
+    assert!(all.len() >= 5);
+    for r in &all {
+        assert_eq!(
+            r.authorization.as_deref(),
+            Some("Bearer abc"),
+            "{} {:?}",
+            r.http_method,
+            r.rpc_method
+        );
+        assert_eq!(r.x_api_key.as_deref(), Some("key-1"));
+    }
+    assert!(all.iter().any(|r| r.http_method == "DELETE"));
+}
+
+#[tokio::test]
+async fn a_server_restarted_on_the_same_port_gets_a_new_session() {
+    let (server, host, mut events) = start(Script::default()).await;
+    let port = server.addr.port();
+    server.stop();
+    drop(server);
+    // Let the aborted accept loop release the port.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let server = HttpMcpServer::start_on(port, Script::default()).await;
+    let r = call(&host, "mcp__fx__echo", json!({"text": "again"})).await;
+    // The old session is unknown to the new process: renewed transparently, or,
+    // when the old connection was reset under the request, a restart.
+    if r.is_err() {
+        next_ready(&mut events).await;
+    }
+    assert!(eventually(Duration::from_secs(10), || server.sessions().len() == 1).await);
+    let r = call(&host, "mcp__fx__echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "again");
+    host.shutdown().await;
+}
