@@ -211,7 +211,10 @@ async fn dropped_get_stream_resumes_with_last_event_id() {
         },
         ..Script::default()
     };
-    let (server, host, mut events) = start(script).await;
+    // Not `start`: it skips events until ready, and the stream opens before that.
+    let server = HttpMcpServer::start(script).await;
+    let host = Host::start(vec![spec(&server)], options()).await.unwrap();
+    let mut events = Box::pin(host.events());
     let mut seen = Vec::new();
     wait_for(&mut events, Duration::from_secs(10), |e| {
         if let HostEvent::ServerLog { message, .. } = e {

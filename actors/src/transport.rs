@@ -77,7 +77,7 @@ impl Actor for TransportActor {
             TransportMsg::Send(out) => transport.send(out).await,
             TransportMsg::Ready => {
                 if let Transport::Http(t) = transport {
-                    t.start_notifications();
+                    t.start_notifications().await;
                 }
             }
         }

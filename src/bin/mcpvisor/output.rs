@@ -105,6 +105,9 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
             "event": "server_log", "server": &**server, "level": message.level,
             "logger": message.logger, "data": message.data
         }),
+        HostEvent::SessionRenewed { server } => {
+            json!({"event": "session_renewed", "server": &**server})
+        }
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
         other => json!({"event": format!("{other:?}")}),
     }
@@ -153,6 +156,9 @@ pub(crate) fn event_line(e: &HostEvent) -> String {
         }
         HostEvent::ServerLog { server, message } => {
             format!("{server}: [{}] {}", message.level, message.data)
+        }
+        HostEvent::SessionRenewed { server } => {
+            format!("{server}: HTTP session expired; a new one was opened")
         }
         HostEvent::EventsLost { count } => format!("({count} events missed)"),
         other => format!("{other:?}"),

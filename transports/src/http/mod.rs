@@ -101,6 +101,8 @@ pub struct HttpOptions {
     pub get_backoff_initial: Duration,
     /// Longest delay between GET stream attempts.
     pub get_backoff_max: Duration,
+    /// How long the first GET may take before requests go on without it.
+    pub stream_open_wait: Duration,
 }
 
 impl Default for HttpOptions {
@@ -112,6 +114,7 @@ impl Default for HttpOptions {
             resume_attempts: 3,
             get_backoff_initial: Duration::from_millis(500),
             get_backoff_max: Duration::from_secs(30),
+            stream_open_wait: Duration::from_secs(2),
         }
     }
 }
@@ -301,13 +304,20 @@ impl<S: TransportSink> HttpTransport<S> {
         }
     }
 
-    /// Opens the GET notification stream (after the handshake).
-    pub fn start_notifications(&mut self) {
+    /// Opens the GET notification stream (after the handshake) and waits, at most
+    /// `options.stream_open_wait`, until the server has answered it. Requests sent
+    /// after this then cannot be mistaken for the stream's own: a server that
+    /// resumes a cut answer on "the next GET" sees the resumption, not this stream.
+    pub async fn start_notifications(&mut self) {
         if self.listener.is_some() || self.down {
             return;
         }
-        match NotificationListener::spawn(self.shared.clone(), self.sink.clone()) {
-            Ok(l) => self.listener = Some(l),
+        let (opened, answered) = tokio::sync::oneshot::channel();
+        match NotificationListener::spawn(self.shared.clone(), self.sink.clone(), opened) {
+            Ok(l) => {
+                self.listener = Some(l);
+                let _ = tokio::time::timeout(self.shared.options.stream_open_wait, answered).await;
+            }
             Err(e) => {
                 tracing::warn!(server = %self.shared.server, "notification stream not started: {e}")
             }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::sse::SseParser;
 use reqwest::StatusCode;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::Shared;
 use super::body::{Kind, kind, pump_sse};
@@ -24,9 +24,12 @@ pub(crate) struct NotificationListener {
 }
 
 impl NotificationListener {
+    /// Starts the stream's thread; `opened` fires once the first GET has an answer
+    /// (a stream, a refusal or a failure).
     pub(crate) fn spawn<S: TransportSink>(
         shared: Arc<Shared>,
         sink: Arc<S>,
+        opened: oneshot::Sender<()>,
     ) -> std::io::Result<NotificationListener> {
         let (stop, stopped) = watch::channel(false);
         let name = format!("mcpvisor-sse-{}", shared.server);
@@ -41,7 +44,7 @@ impl NotificationListener {
                     return;
                 }
             };
-            runtime.block_on(listen(shared, sink, stopped));
+            runtime.block_on(listen(shared, sink, stopped, opened));
         })?;
         Ok(NotificationListener {
             stop,
@@ -76,7 +79,9 @@ async fn listen<S: TransportSink>(
     shared: Arc<Shared>,
     sink: Arc<S>,
     mut stopped: watch::Receiver<bool>,
+    opened: oneshot::Sender<()>,
 ) {
+    let mut opened = Some(opened);
     // Connections made here belong to this thread's runtime, so this stream gets
     // its own client instead of sharing the POST client's pool across runtimes.
     let client = match shared.client_builder().build() {
@@ -89,7 +94,7 @@ async fn listen<S: TransportSink>(
     let mut parser = SseParser::new(shared.options.message_limit);
     let mut backoff = shared.options.get_backoff_initial;
     loop {
-        let attempt = stream_once(&shared, &client, &*sink, &mut parser);
+        let attempt = stream_once(&shared, &client, &*sink, &mut parser, &mut opened);
         let outcome = tokio::select! {
             _ = stopped.changed() => return,
             outcome = attempt => outcome,
@@ -120,9 +125,14 @@ async fn stream_once<S: TransportSink>(
     client: &reqwest::Client,
     sink: &S,
     parser: &mut SseParser,
+    opened: &mut Option<oneshot::Sender<()>>,
 ) -> Outcome {
     let last = parser.last_event_id().map(str::to_string);
-    let mut resp = match shared.get_with(client, last.as_deref()).await {
+    let answer = shared.get_with(client, last.as_deref()).await;
+    if let Some(opened) = opened.take() {
+        let _ = opened.send(());
+    }
+    let mut resp = match answer {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(server = %shared.server, "notification stream: {e}");

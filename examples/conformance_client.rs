@@ -1,0 +1,95 @@
+//! A client for the MCP conformance suite (`@modelcontextprotocol/conformance`).
+//!
+//! The suite runs it as `conformance_client <server URL>` with the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`. It connects through the public host API —
+//! supervisor, server actor, Streamable HTTP transport — lists the tools, and
+//! calls what the scenario expects. It exits non-zero on any failure.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpvisor::transports::HttpSpec;
+use mcpvisor::{CallOptions, Host, ServerSpec, ServerState, SupervisorOptions};
+use serde_json::{Value, json};
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: conformance_client <server URL>");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&url, &scenario)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance client ({scenario}): {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(url: &str, scenario: &str) -> Result<(), String> {
+    let spec = ServerSpec::http(
+        "conformance",
+        HttpSpec {
+            url: url.to_string(),
+            headers: Vec::new(),
+        },
+    );
+    let options = SupervisorOptions {
+        request_timeout: Duration::from_secs(20),
+        startup_timeout: Duration::from_secs(20),
+        ..SupervisorOptions::default()
+    };
+    let host = Host::start(vec![spec], options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let outcome = exercise(&host, scenario).await;
+    host.shutdown().await;
+    outcome
+}
+
+async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
+    let statuses = host.wait_ready(Duration::from_secs(20)).await;
+    if statuses.iter().any(|s| s.state != ServerState::Ready) {
+        return Err(format!("server not ready: {statuses:?}"));
+    }
+    let tools: Vec<String> = host
+        .tools()
+        .iter()
+        .map(|t| t.name.tool().to_string())
+        .collect();
+    eprintln!("tools: {tools:?}");
+    let call = |tool: &str, args: Value| {
+        let name = format!("mcp__conformance__{tool}");
+        host.call(&name, args, CallOptions::default())
+    };
+    match scenario {
+        "tools_call" => {
+            let r = call("add_numbers", json!({"a": 2, "b": 3}))
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("add_numbers -> {}", r.text());
+        }
+        "sse-retry" => {
+            let r = call("test_reconnection", json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("test_reconnection -> {}", r.text());
+        }
+        _ => {}
+    }
+    Ok(())
+}

