@@ -20,10 +20,13 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod config;
 pub mod demo;
 /// The built-in demo MCP server (`mcpvisor demo-server`), also the fault-injection peer of the tests.
 pub mod demo_server;
+pub mod project;
+pub mod settings;
 
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, ConnectionError, Host, HostEvent, PendingCall,

@@ -12,6 +12,7 @@ fn mcpvisor(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
         .args(args)
         .current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
         .env("RUST_LOG", "trace")
         .output()
         .expect("run mcpvisor")
@@ -105,7 +106,9 @@ fn env_secrets_never_reach_output_or_logs() {
     }});
     std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
     for args in [
-        &["tools"][..],
+        &["enable", "good"][..],
+        &["enable", "broken"],
+        &["tools"],
         &["servers"],
         &["--json", "servers"],
         &["call", "mcp__good__echo", r#"{"text":"x"}"#],
@@ -120,7 +123,8 @@ fn env_secrets_never_reach_output_or_logs() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(!all.contains(&secret), "secret leaked by {args:?}: {all}");
-        assert!(all.contains("good"), "{args:?}: {all}");
+        let named = if args[0] == "enable" { args[1] } else { "good" };
+        assert!(all.contains(named), "{args:?}: {all}");
     }
 }
 

@@ -70,7 +70,10 @@ async fn python_sdk_server_over_stdio() {
     assert_eq!(statuses[0].state, ServerState::Ready, "{statuses:?}");
     let mut names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, vec!["mcp__py__add", "mcp__py__announce", "mcp__py__echo"]);
+    assert_eq!(
+        names,
+        vec!["mcp__py__add", "mcp__py__announce", "mcp__py__echo"]
+    );
     let r = call(&host, "mcp__py__echo", json!({"message": "hi"}))
         .await
         .unwrap();

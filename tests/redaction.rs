@@ -164,12 +164,19 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
     }});
     std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
     let cfg = McpConfig::load(&dir.join(".mcp.json")).unwrap();
-    let (_, problems) = cfg.server_specs();
+    let problems: Vec<_> = cfg
+        .servers
+        .values()
+        .filter_map(|e| e.resolve(&|_| None, &dir).err())
+        .flatten()
+        .collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     shown.push_str(&format!("{cfg:?} {cfg:#?} {problems:?}"));
     let mut cli_output = String::new();
     for args in [
-        &["tools"][..],
+        &["enable", "fx"][..],
+        &["enable", "broken"],
+        &["tools"],
         &["--json", "servers"],
         &["call", "mcp__fx__echo", r#"{"text":"via cli"}"#],
         &["call", "mcp__fx__boom", "{}"],
@@ -177,6 +184,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         let out = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
             .args(args)
             .current_dir(&dir)
+            .env("MCPVISOR_HOME", dir.join("home"))
             .env("RUST_LOG", "trace")
             .output()
             .unwrap();

@@ -1,8 +1,11 @@
-//! The `mcpvisor` command line: list tools, call one, watch events.
+//! The `mcpvisor` command line.
 //!
-//! It reads `--config PATH`, else `./.mcp.json`, else runs on the built-in demo
-//! server, so `mcpvisor tools` works anywhere.
+//! It reads `--config PATH`, else `./.mcp.json`, and runs the entries approved
+//! for that file (`mcpvisor enable <name>`); with no `.mcp.json` it runs the
+//! built-in demo server, so `mcpvisor tools` works anywhere.
 
+mod live;
+mod offline;
 mod output;
 
 use std::io::IsTerminal;
@@ -10,13 +13,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use futures::StreamExt;
-use mcpvisor::config::{FILE_NAME, McpConfig};
+use clap::{Args, Parser, Subcommand};
+use mcpvisor::config::{FILE_NAME, process_env};
 use mcpvisor::demo_server::{self, DemoServerOptions};
-use mcpvisor::{CallError, CallOptions, Host, ServerSpec, ServerState, SupervisorOptions};
-use serde_json::Value;
-use tokio::signal::unix::Signal;
+use mcpvisor::project::Project;
+use mcpvisor::settings::{Overrides, Settings};
+use mcpvisor::{Host, ServerSpec, ServerState};
 
 #[derive(Parser)]
 #[command(
@@ -31,16 +33,64 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
-    /// How long to wait for servers to start, in milliseconds.
-    #[arg(long, global = true, default_value_t = 30_000)]
-    startup_timeout_ms: u64,
+    #[command(flatten)]
+    settings: SettingFlags,
     #[command(subcommand)]
     command: Command,
 }
 
+/// Flags that override settings (see `mcpvisor settings`).
+#[derive(Args)]
+struct SettingFlags {
+    /// Home directory for approvals and settings (default: $MCPVISOR_HOME, else ~/.mcpvisor).
+    #[arg(long, global = true)]
+    home: Option<PathBuf>,
+    /// Request timeout in milliseconds.
+    #[arg(long, global = true)]
+    request_timeout_ms: Option<u64>,
+    /// Startup timeout (initialize + first tools/list) in milliseconds.
+    #[arg(long, global = true)]
+    startup_timeout_ms: Option<u64>,
+    /// First restart delay in milliseconds.
+    #[arg(long, global = true)]
+    restart_initial_backoff_ms: Option<u64>,
+    /// Longest restart delay in milliseconds.
+    #[arg(long, global = true)]
+    restart_max_backoff_ms: Option<u64>,
+    /// Restarts allowed within the window before a server is marked failed.
+    #[arg(long, global = true)]
+    restart_max_restarts: Option<u64>,
+    /// The restart-intensity window in milliseconds.
+    #[arg(long, global = true)]
+    restart_window_ms: Option<u64>,
+}
+
+impl SettingFlags {
+    fn overrides(&self) -> Overrides {
+        let values = [
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("startup_timeout_ms", self.startup_timeout_ms),
+            (
+                "restart_initial_backoff_ms",
+                self.restart_initial_backoff_ms,
+            ),
+            ("restart_max_backoff_ms", self.restart_max_backoff_ms),
+            ("restart_max_restarts", self.restart_max_restarts),
+            ("restart_window_ms", self.restart_window_ms),
+        ];
+        Overrides {
+            home: self.home.clone(),
+            values: values
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect(),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// List the routed tools of every server.
+    /// List the routed tools of every running server.
     Tools,
     /// Call a tool by qualified name: mcpvisor call mcp__demo__echo '{"text":"hi"}'.
     Call {
@@ -55,8 +105,20 @@ enum Command {
     },
     /// Print events as they happen until Ctrl-C.
     Watch,
-    /// Show each server's state.
+    /// List every entry of the configuration: type, approval, problems.
     Servers,
+    /// Approve a server of the configuration (after checking that it can run).
+    Enable {
+        /// The entry's name.
+        name: String,
+    },
+    /// Withdraw a server's approval.
+    Disable {
+        /// The entry's name.
+        name: String,
+    },
+    /// Print the effective settings and where each comes from.
+    Settings,
     /// Serve the built-in demo MCP server on stdin/stdout.
     DemoServer(DemoServerOptions),
 }
@@ -88,51 +150,58 @@ fn main() -> ExitCode {
     code
 }
 
+/// A failure to report and the exit code it warrants.
+struct Failure(String, u8);
+
 async fn run(cli: Cli) -> ExitCode {
-    if let Command::DemoServer(options) = cli.command {
-        return match demo_server::run(options).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("mcpvisor demo-server: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let (specs, problems) = match server_specs(cli.config.as_ref()) {
-        Ok(found) => found,
-        Err(message) => {
+    match dispatch(cli).await {
+        Ok(code) => code,
+        Err(Failure(message, code)) => {
             eprintln!("mcpvisor: {message}");
-            return ExitCode::from(2);
+            ExitCode::from(code)
         }
-    };
-    // Registered before any server starts, so an early Ctrl-C is not lost.
-    let mut interrupt =
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("mcpvisor: cannot watch for Ctrl-C: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-    for (server, problem) in &problems {
-        eprintln!("mcpvisor: server `{server}` not started: {problem}");
     }
-    let options = SupervisorOptions {
-        startup_timeout: Duration::from_millis(cli.startup_timeout_ms),
-        ..SupervisorOptions::default()
-    };
-    let host = match Host::start(specs, options).await {
-        Ok(host) => host,
-        Err(e) => {
-            eprintln!("mcpvisor: {e}");
-            return ExitCode::FAILURE;
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Command::DemoServer(options) = cli.command {
+        return demo_server::run(options)
+            .await
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|e| Failure(format!("demo-server: {e}"), 1));
+    }
+    let settings =
+        Settings::load(&cli.settings.overrides()).map_err(|e| Failure(e.to_string(), 2))?;
+    let config_path = cli.config.clone().or_else(|| {
+        let default = PathBuf::from(FILE_NAME);
+        default.exists().then_some(default)
+    });
+    let project = match &config_path {
+        Some(path) => {
+            Some(Project::open(path, &settings.home).map_err(|e| Failure(e.to_string(), 2))?)
         }
+        None => None,
     };
+    match cli.command {
+        Command::Settings => return Ok(offline::settings(&settings, cli.json)),
+        Command::Servers => return offline::servers(project.as_ref(), cli.json),
+        Command::Enable { name } => return offline::enable(project.as_ref(), &name),
+        Command::Disable { name } => return offline::disable(project.as_ref(), &name),
+        _ => {}
+    }
+    // Registered before any server starts, so an early Ctrl-C is not lost.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| Failure(format!("cannot watch for Ctrl-C: {e}"), 1))?;
+    let specs = servers_to_run(project.as_ref())?;
+    let options = settings.supervisor_options();
+    let startup = options.startup_timeout;
+    let host = Host::start(specs, options)
+        .await
+        .map_err(|e| Failure(e.to_string(), 1))?;
     let code = match cli.command {
-        Command::Watch => watch(&host, cli.json, &mut interrupt).await,
+        Command::Watch => live::watch(&host, cli.json, &mut interrupt).await,
         command => {
-            let wait = Duration::from_millis(cli.startup_timeout_ms) + Duration::from_secs(1);
-            let statuses = host.wait_ready(wait).await;
+            let statuses = host.wait_ready(startup + Duration::from_secs(1)).await;
             for s in statuses.iter().filter(|s| s.state != ServerState::Ready) {
                 eprintln!(
                     "mcpvisor: server `{}` is {}",
@@ -141,14 +210,13 @@ async fn run(cli: Cli) -> ExitCode {
                 );
             }
             match command {
-                Command::Tools => tools(&host, cli.json),
-                Command::Servers => servers(&host, cli.json),
+                Command::Tools => live::tools(&host, cli.json),
                 Command::Call {
                     name,
                     arguments,
                     timeout_ms,
                 } => {
-                    call(
+                    live::call(
                         &host,
                         &name,
                         &arguments,
@@ -158,144 +226,37 @@ async fn run(cli: Cli) -> ExitCode {
                     )
                     .await
                 }
-                Command::Watch | Command::DemoServer(_) => ExitCode::SUCCESS,
+                _ => ExitCode::SUCCESS,
             }
         }
     };
     host.shutdown().await;
-    code
+    Ok(code)
 }
 
-/// Specs that can run, and `(server, problem)` for entries that cannot.
-type ServersToRun = (Vec<ServerSpec>, Vec<(String, String)>);
-
-/// The servers to run: from --config, ./.mcp.json, or the demo server.
-fn server_specs(config: Option<&PathBuf>) -> Result<ServersToRun, String> {
-    let default = PathBuf::from(FILE_NAME);
-    let path = match config {
-        Some(p) => p.clone(),
-        None if default.exists() => default,
-        None => {
-            let demo = mcpvisor::demo::demo_spec("demo", &[])
-                .map_err(|e| format!("cannot locate the demo server: {e}"))?;
-            return Ok((vec![demo], Vec::new()));
-        }
+/// The enabled entries of the project (reporting the others), or the demo server.
+fn servers_to_run(project: Option<&Project>) -> Result<Vec<ServerSpec>, Failure> {
+    let Some(project) = project else {
+        let demo = mcpvisor::demo::demo_spec("demo", &[])
+            .map_err(|e| Failure(format!("cannot locate the demo server: {e}"), 1))?;
+        return Ok(vec![demo]);
     };
-    let cfg = McpConfig::load(&path).map_err(|e| e.to_string())?;
-    Ok(cfg.server_specs())
-}
-
-fn tools(host: &Host, json: bool) -> ExitCode {
-    let tools = host.tools();
-    if json {
-        let all: Vec<Value> = tools.iter().map(output::tool_json).collect();
-        println!("{}", Value::Array(all));
-    } else {
-        for t in &tools {
-            println!("{}", output::tool_line(t));
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-fn servers(host: &Host, json: bool) -> ExitCode {
-    let statuses = host.servers();
-    if json {
-        let all: Vec<Value> = statuses.iter().map(output::status_json).collect();
-        println!("{}", Value::Array(all));
-    } else {
-        for s in &statuses {
-            println!(
-                "{:<20} {:<10} {} tools",
-                s.name,
-                output::state_text(&s.state),
-                s.tools
-            );
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-async fn call(
-    host: &Host,
-    name: &str,
-    arguments: &str,
-    timeout_ms: Option<u64>,
-    json: bool,
-    interrupt: &mut Signal,
-) -> ExitCode {
-    let arguments: Value = match serde_json::from_str(arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            eprintln!("mcpvisor: arguments must be a JSON object");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("mcpvisor: arguments are not valid JSON: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut options = CallOptions::default();
-    if let Some(ms) = timeout_ms {
-        options = options.timeout(Duration::from_millis(ms));
-    }
-    if !json {
-        options = options.on_progress(|p| {
-            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+    for status in project
+        .statuses(&process_env)
+        .map_err(|e| Failure(e.to_string(), 2))?
+    {
+        if !status.approved && !status.disabled {
             eprintln!(
-                "progress {}{total} {}",
-                p.progress,
-                p.message.as_deref().unwrap_or("")
+                "mcpvisor: server `{}` is not approved; run `mcpvisor enable {}`",
+                status.name, status.name
             );
-        });
-    }
-    let pending = host.call(name, arguments, options);
-    let canceller = pending.canceller();
-    let mut pending = std::pin::pin!(pending);
-    let result = tokio::select! {
-        r = &mut pending => r,
-        _ = interrupt.recv() => {
-            canceller.cancel();
-            let _ = pending.await;
-            eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
-            return ExitCode::from(130);
-        }
-    };
-    match result {
-        Ok(r) => {
-            if json {
-                println!("{}", r.to_value());
-            } else {
-                println!("{}", output::result_text(&r));
-            }
-            if r.is_error {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(e) => {
-            if let CallError::UnknownTool(_) = e {
-                let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
-                eprintln!("mcpvisor: {e}; routed tools: {}", names.join(", "));
-            } else {
-                eprintln!("mcpvisor: {e}");
-            }
-            ExitCode::FAILURE
         }
     }
-}
-
-async fn watch(host: &Host, json: bool, interrupt: &mut Signal) -> ExitCode {
-    let mut events = std::pin::pin!(host.events());
-    loop {
-        tokio::select! {
-            event = events.next() => match event {
-                Some(e) if json => println!("{}", output::event_json(&e)),
-                Some(e) => println!("{}", output::event_line(&e)),
-                None => return ExitCode::SUCCESS,
-            },
-            _ = interrupt.recv() => return ExitCode::SUCCESS,
-        }
+    let (specs, problems) = project
+        .enabled_specs(&process_env)
+        .map_err(|e| Failure(e.to_string(), 2))?;
+    for problem in problems {
+        eprintln!("mcpvisor: not started: {problem}");
     }
+    Ok(specs)
 }

@@ -1,8 +1,6 @@
 //! How the CLI prints tools, results and events, as text or JSON.
 
-use mcpvisor::{
-    CallToolResult, ContentBlock, HostEvent, ServerState, ServerStatus, ToolDefinition,
-};
+use mcpvisor::{CallToolResult, ContentBlock, HostEvent, ServerState, ToolDefinition};
 use serde_json::{Value, json};
 
 pub(crate) fn tool_json(t: &ToolDefinition) -> Value {
@@ -53,10 +51,6 @@ pub(crate) fn state_text(s: &ServerState) -> String {
         ServerState::Stopped => "stopped".into(),
         _ => format!("{s:?}"),
     }
-}
-
-pub(crate) fn status_json(s: &ServerStatus) -> Value {
-    json!({"name": &*s.name, "state": state_text(&s.state), "pid": s.pid, "tools": s.tools, "restarts": s.restarts})
 }
 
 pub(crate) fn event_json(e: &HostEvent) -> Value {

@@ -24,8 +24,9 @@ pub(crate) async fn post_request<S: TransportSink>(
     out: Outbound,
     id: RequestId,
 ) {
-    if let Err(error) = exchange(&shared, &*sink, &out, &id).await {
-        if !matches!(error, TransportError::Closed) {
+    match exchange(&shared, &*sink, &out, &id).await {
+        Ok(()) | Err(TransportError::Closed) => {}
+        Err(error) => {
             tracing::debug!(server = %shared.server, %id, "request failed: {error}");
             sink.deliver(TransportEvent::RequestFailed { id, error })
                 .await;

@@ -1,0 +1,257 @@
+//! Approvals: which servers of which project `.mcp.json` may run.
+//!
+//! An approval is keyed by the canonical absolute path of the `.mcp.json` and
+//! the server's name — not by a fingerprint of its definition — so editing a
+//! definition keeps its approval, and the same name in another project is not
+//! approved. The file lives under the configured home; every change is a
+//! read–modify–write under an exclusive file lock, written to a temporary file
+//! and renamed into place, so concurrent `enable`s never lose each other's work
+//! or leave half a file. A corrupt file is an error, never silently reset.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+const FILE: &str = "approvals.json";
+const LOCK: &str = "approvals.lock";
+const VERSION: u32 = 1;
+
+/// Why approvals could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// Reading, writing or creating a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// Which file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file exists but is not a valid approvals file. It is left as it is.
+    #[error("{}:{line}:{column}: approvals file is corrupt ({reason}); fix or remove it", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line (0 when not known).
+        line: usize,
+        /// 1-based column (0 when not known).
+        column: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The `.mcp.json` path could not be made canonical (it does not exist?).
+    #[error("cannot resolve {}: {source}", path.display())]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Decision {
+    Approved,
+    Denied,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsFile {
+    version: u32,
+    /// Canonical `.mcp.json` path → server name → decision.
+    projects: BTreeMap<String, BTreeMap<String, Decision>>,
+}
+
+/// The approvals stored under one home directory.
+#[derive(Debug, Clone)]
+pub struct ApprovalStore {
+    dir: PathBuf,
+}
+
+impl ApprovalStore {
+    /// The store in `home` (created on first write, mode 0700).
+    pub fn new(home: &Path) -> Self {
+        ApprovalStore {
+            dir: home.to_path_buf(),
+        }
+    }
+
+    /// The approvals file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE)
+    }
+
+    /// The key of a `.mcp.json`: its canonical absolute path.
+    pub fn key_of(config: &Path) -> Result<String, ApprovalError> {
+        let canonical = std::fs::canonicalize(config).map_err(|source| ApprovalError::Path {
+            path: config.to_path_buf(),
+            source,
+        })?;
+        Ok(canonical.to_string_lossy().into_owned())
+    }
+
+    /// Whether `server` of the project keyed `key` is approved.
+    pub fn is_approved(&self, key: &str, server: &str) -> Result<bool, ApprovalError> {
+        let file = self.read()?;
+        Ok(file.projects.get(key).and_then(|p| p.get(server)) == Some(&Decision::Approved))
+    }
+
+    /// Records a decision for `server` of the project keyed `key`.
+    pub fn set(&self, key: &str, server: &str, approved: bool) -> Result<(), ApprovalError> {
+        self.create_dir()?;
+        let _lock = self.lock()?;
+        let mut file = self.read()?;
+        let decision = if approved {
+            Decision::Approved
+        } else {
+            Decision::Denied
+        };
+        file.projects
+            .entry(key.to_string())
+            .or_default()
+            .insert(server.to_string(), decision);
+        file.version = VERSION;
+        self.write(&file)
+    }
+
+    fn create_dir(&self) -> Result<(), ApprovalError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|source| ApprovalError::Io {
+                path: self.dir.clone(),
+                source,
+            })
+    }
+
+    fn lock(&self) -> Result<Flock<File>, ApprovalError> {
+        let path = self.dir.join(LOCK);
+        let io = |source| ApprovalError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io)?;
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io(std::io::Error::from(errno)))
+    }
+
+    fn read(&self) -> Result<ApprovalsFile, ApprovalError> {
+        let path = self.path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ApprovalsFile::default());
+            }
+            Err(source) => return Err(ApprovalError::Io { path, source }),
+        };
+        let file: ApprovalsFile =
+            serde_json::from_str(&text).map_err(|e| ApprovalError::Corrupt {
+                path: path.clone(),
+                line: e.line(),
+                column: e.column(),
+                reason: if e.is_data() {
+                    "unexpected structure".into()
+                } else {
+                    "not valid JSON".into()
+                },
+            })?;
+        if file.version != VERSION {
+            return Err(ApprovalError::Corrupt {
+                path,
+                line: 0,
+                column: 0,
+                reason: format!("version {} is not {VERSION}", file.version),
+            });
+        }
+        Ok(file)
+    }
+
+    fn write(&self, file: &ApprovalsFile) -> Result<(), ApprovalError> {
+        let path = self.path();
+        let tmp = self.dir.join(format!("{FILE}.{}.tmp", std::process::id()));
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| ApprovalError::Io { path: p, source }
+        };
+        let body = serde_json::to_vec_pretty(file).unwrap_or_default();
+        let mut out = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io(&tmp))?;
+        out.write_all(&body)
+            .and_then(|_| out.sync_all())
+            .map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_home(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("mcpvisor-approvals-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn decisions_round_trip_and_files_are_private() {
+        let home = temp_home("rt");
+        let store = ApprovalStore::new(&home);
+        assert!(!store.is_approved("/p/.mcp.json", "a").unwrap());
+        store.set("/p/.mcp.json", "a", true).unwrap();
+        store.set("/p/.mcp.json", "b", false).unwrap();
+        assert!(store.is_approved("/p/.mcp.json", "a").unwrap());
+        assert!(!store.is_approved("/p/.mcp.json", "b").unwrap());
+        assert!(
+            !store.is_approved("/other/.mcp.json", "a").unwrap(),
+            "keyed by path"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(mode(&store.path()), 0o600);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_corrupt_file_is_an_error_and_is_left_alone() {
+        let home = temp_home("corrupt");
+        std::fs::create_dir_all(&home).unwrap();
+        let store = ApprovalStore::new(&home);
+        std::fs::write(store.path(), "{\"version\": 1, \"projects\": {").unwrap();
+        let err = store.is_approved("/p", "a").unwrap_err();
+        assert!(matches!(err, ApprovalError::Corrupt { .. }), "{err}");
+        assert!(store.set("/p", "a", true).is_err(), "never silently reset");
+        assert_eq!(
+            std::fs::read_to_string(store.path()).unwrap(),
+            "{\"version\": 1, \"projects\": {"
+        );
+        std::fs::write(store.path(), "{\"version\": 7, \"projects\": {}}").unwrap();
+        assert!(matches!(
+            store.is_approved("/p", "a"),
+            Err(ApprovalError::Corrupt { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}

@@ -1,0 +1,108 @@
+//! Commands that run the servers: `tools`, `call`, `watch`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcpvisor::{CallError, CallOptions, Host};
+use serde_json::Value;
+use tokio::signal::unix::Signal;
+
+use crate::output;
+
+pub(crate) fn tools(host: &Host, json: bool) -> ExitCode {
+    let tools = host.tools();
+    if json {
+        let all: Vec<Value> = tools.iter().map(output::tool_json).collect();
+        println!("{}", Value::Array(all));
+    } else {
+        for t in &tools {
+            println!("{}", output::tool_line(t));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub(crate) async fn call(
+    host: &Host,
+    name: &str,
+    arguments: &str,
+    timeout_ms: Option<u64>,
+    json: bool,
+    interrupt: &mut Signal,
+) -> ExitCode {
+    let arguments: Value = match serde_json::from_str(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            eprintln!("mcpvisor: arguments must be a JSON object");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("mcpvisor: arguments are not valid JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = CallOptions::default();
+    if let Some(ms) = timeout_ms {
+        options = options.timeout(Duration::from_millis(ms));
+    }
+    if !json {
+        options = options.on_progress(|p| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            eprintln!(
+                "progress {}{total} {}",
+                p.progress,
+                p.message.as_deref().unwrap_or("")
+            );
+        });
+    }
+    let pending = host.call(name, arguments, options);
+    let canceller = pending.canceller();
+    let mut pending = std::pin::pin!(pending);
+    let result = tokio::select! {
+        r = &mut pending => r,
+        _ = interrupt.recv() => {
+            canceller.cancel();
+            let _ = pending.await;
+            eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
+            return ExitCode::from(130);
+        }
+    };
+    match result {
+        Ok(r) => {
+            if json {
+                println!("{}", r.to_value());
+            } else {
+                println!("{}", output::result_text(&r));
+            }
+            if r.is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            if let CallError::UnknownTool(_) = e {
+                let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
+                eprintln!("mcpvisor: {e}; routed tools: {}", names.join(", "));
+            } else {
+                eprintln!("mcpvisor: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) async fn watch(host: &Host, json: bool, interrupt: &mut Signal) -> ExitCode {
+    let mut events = std::pin::pin!(host.events());
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(e) if json => println!("{}", output::event_json(&e)),
+                Some(e) => println!("{}", output::event_line(&e)),
+                None => return ExitCode::SUCCESS,
+            },
+            _ = interrupt.recv() => return ExitCode::SUCCESS,
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! One server entry: as written (structure only), and resolved into a spec
+//! (expansion and runtime validation) when it is enabled.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use mcpvisor_actors::ServerSpec;
+use mcpvisor_protocol::names::validate_server_name;
+use mcpvisor_transports::{
+    HttpHeaders, HttpSpec, SecretString, StdioSpec, endpoint_url, redact_url,
+};
+
+use super::error::EntryProblem;
+use super::expand::expand;
+use super::raw::RawEntry;
+
+/// Which transport an entry uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A child process (`command`).
+    Stdio,
+    /// Streamable HTTP (`"type": "http"`).
+    Http,
+    /// Anything else, kept as written (`"sse"`, a typo, a future type).
+    Other(String),
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportKind::Stdio => f.write_str("stdio"),
+            TransportKind::Http => f.write_str("http"),
+            TransportKind::Other(k) => f.write_str(k),
+        }
+    }
+}
+
+/// One entry as written, before expansion. Environment and header values are
+/// secrets: `Debug` shows their names only.
+#[derive(Clone, PartialEq)]
+pub struct ServerEntry {
+    /// The entry's key: the route component `mcp__<name>__…`.
+    pub name: String,
+    /// Its transport.
+    pub kind: TransportKind,
+    /// Stdio: the program (unexpanded).
+    pub command: Option<String>,
+    /// Stdio: arguments (unexpanded).
+    pub args: Vec<String>,
+    /// Stdio: extra environment (unexpanded values).
+    pub env: BTreeMap<String, SecretString>,
+    /// Stdio: working directory (unexpanded; relative to the file's directory).
+    pub cwd: Option<String>,
+    /// HTTP: the endpoint (unexpanded).
+    pub url: Option<String>,
+    /// HTTP: headers (unexpanded values).
+    pub headers: BTreeMap<String, SecretString>,
+    /// Request timeout override.
+    pub timeout: Option<Duration>,
+    /// Startup timeout override.
+    pub startup_timeout: Option<Duration>,
+    /// `"disabled": true` in the file.
+    pub disabled: bool,
+}
+
+impl fmt::Debug for ServerEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self.env.keys().map(|k| format!("{k}=[redacted]")).collect();
+        let headers: Vec<String> = self
+            .headers
+            .keys()
+            .map(|k| format!("{k}: [redacted]"))
+            .collect();
+        f.debug_struct("ServerEntry")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("headers", &headers)
+            .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+impl ServerEntry {
+    pub(super) fn from_raw(name: &str, raw: RawEntry) -> ServerEntry {
+        let kind = match raw.kind.as_deref() {
+            Some("stdio") => TransportKind::Stdio,
+            Some("http") => TransportKind::Http,
+            Some(other) => TransportKind::Other(other.to_string()),
+            None if raw.url.is_some() && raw.command.is_none() => TransportKind::Http,
+            None => TransportKind::Stdio,
+        };
+        let secrets = |m: Option<BTreeMap<String, String>>| {
+            m.unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, SecretString::new(v)))
+                .collect()
+        };
+        ServerEntry {
+            name: name.to_string(),
+            kind,
+            command: raw.command,
+            args: raw.args.unwrap_or_default(),
+            env: secrets(raw.env),
+            cwd: raw.cwd,
+            url: raw.url,
+            headers: secrets(raw.headers),
+            timeout: raw.timeout.map(Duration::from_millis),
+            startup_timeout: raw.startup_timeout.map(Duration::from_millis),
+            disabled: raw.disabled.unwrap_or(false),
+        }
+    }
+
+    /// Problems that do not depend on the environment: the name and the type.
+    /// Checked for every entry, enabled or not.
+    pub fn structural_problems(&self) -> Vec<EntryProblem> {
+        let mut problems = Vec::new();
+        if let Err(error) = validate_server_name(&self.name) {
+            problems.push(EntryProblem::InvalidName {
+                server: self.name.clone(),
+                error,
+            });
+        }
+        if let TransportKind::Other(kind) = &self.kind {
+            problems.push(EntryProblem::UnsupportedTransport {
+                server: self.name.clone(),
+                kind: kind.clone(),
+            });
+        }
+        problems
+    }
+
+    /// Expands `${VAR}` references (once) and validates what the transport will
+    /// use. Every problem is reported, not just the first.
+    pub fn resolve(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        base_dir: &Path,
+    ) -> Result<ServerSpec, Vec<EntryProblem>> {
+        let mut problems = self.structural_problems();
+        let mut field = |field: String, value: &str| match expand(value, lookup) {
+            Ok(v) => Some(v),
+            Err(error) => {
+                problems.push(EntryProblem::Expansion {
+                    server: self.name.clone(),
+                    field,
+                    error,
+                });
+                None
+            }
+        };
+        let transport = match self.kind {
+            TransportKind::Stdio => {
+                let command = self
+                    .command
+                    .as_deref()
+                    .and_then(|c| field("command".into(), c));
+                let args: Vec<Option<String>> = self
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| field(format!("args[{i}]"), a))
+                    .collect();
+                let env: Vec<(String, Option<String>)> = self
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), field(format!("env.{k}"), v.expose())))
+                    .collect();
+                let cwd = self.cwd.as_deref().map(|c| field("cwd".into(), c));
+                Some(Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                })
+            }
+            TransportKind::Http => {
+                let url = self.url.as_deref().map(|u| field("url".into(), u));
+                let headers: Vec<(String, Option<String>)> = self
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), field(format!("headers.{k}"), v.expose())))
+                    .collect();
+                Some(Transport::Http { url, headers })
+            }
+            TransportKind::Other(_) => None,
+        };
+        let spec = match transport {
+            Some(Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }) => self.stdio_spec(command, args, env, cwd, base_dir, &mut problems),
+            Some(Transport::Http { url, headers }) => self.http_spec(url, headers, &mut problems),
+            None => None,
+        };
+        match spec {
+            Some(spec) if problems.is_empty() => Ok(ServerSpec {
+                request_timeout: self.timeout,
+                startup_timeout: self.startup_timeout,
+                ..spec
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    fn stdio_spec(
+        &self,
+        command: Option<String>,
+        args: Vec<Option<String>>,
+        env: Vec<(String, Option<String>)>,
+        cwd: Option<Option<String>>,
+        base_dir: &Path,
+        problems: &mut Vec<EntryProblem>,
+    ) -> Option<ServerSpec> {
+        // An absent command, or one that expands to nothing; a failed expansion
+        // is already reported as such.
+        let empty = match (&self.command, &command) {
+            (None, _) => true,
+            (Some(_), Some(c)) => c.trim().is_empty(),
+            (Some(_), None) => false,
+        };
+        if empty {
+            problems.push(EntryProblem::MissingCommand {
+                server: self.name.clone(),
+            });
+        }
+        let command = command.filter(|c| !c.trim().is_empty());
+        let spec = StdioSpec {
+            command: command?,
+            args: args.into_iter().collect::<Option<Vec<_>>>()?,
+            env: env
+                .into_iter()
+                .map(|(k, v)| v.map(|v| (k, SecretString::new(v))))
+                .collect::<Option<Vec<_>>>()?,
+            cwd: match cwd {
+                Some(c) => Some(base_dir.join(c?)),
+                None => None,
+            },
+        };
+        Some(ServerSpec::stdio(self.name.clone(), spec))
+    }
+
+    fn http_spec(
+        &self,
+        url: Option<Option<String>>,
+        headers: Vec<(String, Option<String>)>,
+        problems: &mut Vec<EntryProblem>,
+    ) -> Option<ServerSpec> {
+        let url = match url {
+            None => {
+                problems.push(EntryProblem::InvalidUrl {
+                    server: self.name.clone(),
+                    reason: "`url` is missing".into(),
+                });
+                None
+            }
+            Some(None) => None,
+            Some(Some(u)) => match endpoint_url(&u) {
+                Ok(_) => Some(u),
+                Err(e) => {
+                    problems.push(EntryProblem::InvalidUrl {
+                        server: self.name.clone(),
+                        reason: e.to_string(),
+                    });
+                    None
+                }
+            },
+        };
+        let headers = headers
+            .into_iter()
+            .map(|(k, v)| v.map(|v| (k, SecretString::new(v))))
+            .collect::<Option<Vec<_>>>();
+        if let Some(Err(error)) = headers.as_ref().map(|h| HttpHeaders::new(h)) {
+            problems.push(EntryProblem::InvalidHeader {
+                server: self.name.clone(),
+                error,
+            });
+        }
+        Some(ServerSpec::http(
+            self.name.clone(),
+            HttpSpec {
+                url: url?,
+                headers: headers?,
+            },
+        ))
+    }
+}
+
+/// Expanded transport fields; `None` where expansion failed.
+enum Transport {
+    Stdio {
+        command: Option<String>,
+        args: Vec<Option<String>>,
+        env: Vec<(String, Option<String>)>,
+        cwd: Option<Option<String>>,
+    },
+    Http {
+        url: Option<Option<String>>,
+        headers: Vec<(String, Option<String>)>,
+    },
+}

@@ -1,0 +1,111 @@
+//! Configuration errors. None of them carries a value from the file: values
+//! may be secrets, so errors name paths, fields and variables instead.
+
+use std::path::PathBuf;
+
+use mcpvisor_protocol::NameError;
+use mcpvisor_transports::HeaderError;
+
+use super::expand::ExpandError;
+
+/// Why a configuration file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// Which file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON.
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    Syntax {
+        /// Which file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser expected.
+        message: String,
+    },
+    /// A member has the wrong type.
+    #[error("{}:{line}:{column}: `{json_path}` has the wrong type ({expected})", path.display())]
+    Structure {
+        /// Which file.
+        path: PathBuf,
+        /// Where in the document, e.g. `mcpServers.github.args[2]`.
+        json_path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What was expected there.
+        expected: String,
+    },
+}
+
+/// Why one entry cannot run. Each names the server and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryProblem {
+    /// The server name cannot be a route component.
+    #[error("server `{server}`: invalid name: {error}")]
+    InvalidName {
+        /// The entry.
+        server: String,
+        /// Why.
+        error: NameError,
+    },
+    /// A `${VAR}` reference could not be expanded.
+    #[error("server `{server}`: field `{field}`: {error}")]
+    Expansion {
+        /// The entry.
+        server: String,
+        /// The field, e.g. `env.API_TOKEN` or `headers.Authorization`.
+        field: String,
+        /// Why.
+        error: ExpandError,
+    },
+    /// A stdio entry without a command.
+    #[error("server `{server}`: `command` is missing or empty")]
+    MissingCommand {
+        /// The entry.
+        server: String,
+    },
+    /// An HTTP entry without a usable URL.
+    #[error("server `{server}`: {reason}")]
+    InvalidUrl {
+        /// The entry.
+        server: String,
+        /// Why (never the URL's query).
+        reason: String,
+    },
+    /// A header that HTTP or the transport refuses.
+    #[error("server `{server}`: {error}")]
+    InvalidHeader {
+        /// The entry.
+        server: String,
+        /// Why.
+        error: HeaderError,
+    },
+    /// A transport type this version does not run.
+    #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]
+    UnsupportedTransport {
+        /// The entry.
+        server: String,
+        /// The `type` as written.
+        kind: String,
+    },
+}
+
+fn unsupported_hint(kind: &str) -> &'static str {
+    if kind == "sse" {
+        " (the older HTTP+SSE transport; use a Streamable HTTP endpoint with \"type\": \"http\")"
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,122 @@
+//! The file as written: a structural parse of every entry, with JSON paths and
+//! positions in errors, and the names of fields this version ignores.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::ConfigError;
+
+#[derive(Deserialize)]
+pub(super) struct RawFile {
+    #[serde(rename = "mcpServers", default)]
+    pub(super) mcp_servers: BTreeMap<String, RawEntry>,
+}
+
+/// One entry with every field this version understands; other fields are
+/// ignored (and reported once), so a file written for another host loads.
+#[derive(Deserialize, Default)]
+pub(super) struct RawEntry {
+    #[serde(rename = "type")]
+    pub(super) kind: Option<String>,
+    pub(super) command: Option<String>,
+    pub(super) args: Option<Vec<String>>,
+    pub(super) env: Option<BTreeMap<String, String>>,
+    pub(super) cwd: Option<String>,
+    pub(super) url: Option<String>,
+    pub(super) headers: Option<BTreeMap<String, String>>,
+    /// Request timeout in milliseconds.
+    pub(super) timeout: Option<u64>,
+    /// Startup timeout in milliseconds.
+    #[serde(rename = "startupTimeout")]
+    pub(super) startup_timeout: Option<u64>,
+    pub(super) disabled: Option<bool>,
+}
+
+const KNOWN_FIELDS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "timeout",
+    "startupTimeout",
+    "disabled",
+];
+
+/// Parses `text`; a type error anywhere fails the whole file with its path and position.
+pub(super) fn parse(text: &str, path: &Path) -> Result<(RawFile, Vec<String>), ConfigError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw: RawFile =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| structural_error(e, path))?;
+    de.end().map_err(|e| syntax_error(&e, path))?;
+    Ok((raw, unknown_fields(text)))
+}
+
+fn structural_error(e: serde_path_to_error::Error<serde_json::Error>, path: &Path) -> ConfigError {
+    let json_path = e.path().to_string();
+    let inner = e.into_inner();
+    if !inner.is_data() {
+        return syntax_error(&inner, path);
+    }
+    ConfigError::Structure {
+        path: path.to_path_buf(),
+        json_path,
+        line: inner.line(),
+        column: inner.column(),
+        expected: expected_of(&inner),
+    }
+}
+
+fn syntax_error(e: &serde_json::Error, path: &Path) -> ConfigError {
+    // serde_json's syntax messages name the token expected, never file content.
+    let message = e.to_string();
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or("invalid JSON")
+        .to_string();
+    ConfigError::Syntax {
+        path: PathBuf::from(path),
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+/// What the type error expected, without the value that was found (it may be a secret).
+fn expected_of(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    match message.split_once(", expected ") {
+        Some((_, expected)) => {
+            let expected = expected.split(" at line ").next().unwrap_or(expected);
+            format!("expected {expected}")
+        }
+        None => "invalid value".to_string(),
+    }
+}
+
+/// `mcpServers.<name>.<field>` for every field this version ignores.
+fn unknown_fields(text: &str) -> Vec<String> {
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(Value::Object(servers)) = root.get("mcpServers") {
+        for (name, entry) in servers {
+            if let Value::Object(fields) = entry {
+                for key in fields
+                    .keys()
+                    .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()))
+                {
+                    out.push(format!("mcpServers.{name}.{key}"));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,160 @@
+//! A project `.mcp.json` with its approvals: which entries run, and why the
+//! others do not.
+
+use std::path::{Path, PathBuf};
+
+use mcpvisor_actors::ServerSpec;
+
+use crate::approval::{ApprovalError, ApprovalStore};
+use crate::config::{ConfigError, EntryProblem, McpConfig, TransportKind};
+
+/// Why a project could not be opened or changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectError {
+    /// The `.mcp.json` did not load.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Approvals could not be read or written.
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    /// No entry has that name.
+    #[error("no server named `{0}` in the configuration")]
+    UnknownServer(String),
+    /// The entry cannot run; nothing was saved.
+    #[error("server `{server}` was not enabled: {}", list(.problems))]
+    Invalid {
+        /// The entry.
+        server: String,
+        /// Every problem found.
+        problems: Vec<EntryProblem>,
+    },
+}
+
+fn list(problems: &[EntryProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// How one entry stands.
+#[derive(Debug, Clone)]
+pub struct EntryStatus {
+    /// The entry's name.
+    pub name: String,
+    /// Its transport.
+    pub kind: TransportKind,
+    /// The file it comes from.
+    pub source: PathBuf,
+    /// Approved for this project.
+    pub approved: bool,
+    /// `"disabled": true` in the file.
+    pub disabled: bool,
+    /// Approved and not disabled: it runs.
+    pub enabled: bool,
+    /// Why it cannot run. Structural problems for every entry; expansion and
+    /// runtime problems for enabled ones only.
+    pub problems: Vec<EntryProblem>,
+}
+
+/// A `.mcp.json` and the approvals under a home.
+#[derive(Debug)]
+pub struct Project {
+    /// The loaded file.
+    pub config: McpConfig,
+    key: String,
+    store: ApprovalStore,
+}
+
+impl Project {
+    /// Loads `config_path` and the approvals under `home`.
+    pub fn open(config_path: &Path, home: &Path) -> Result<Project, ProjectError> {
+        let config = McpConfig::load(config_path)?;
+        let key = ApprovalStore::key_of(config_path)?;
+        Ok(Project {
+            config,
+            key,
+            store: ApprovalStore::new(home),
+        })
+    }
+
+    /// Every entry with its state and problems.
+    pub fn statuses(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<EntryStatus>, ProjectError> {
+        let base = self.config.base_dir();
+        let mut out = Vec::new();
+        for entry in self.config.servers.values() {
+            let approved = self.store.is_approved(&self.key, &entry.name)?;
+            let enabled = approved && !entry.disabled;
+            let problems = if enabled {
+                entry.resolve(lookup, &base).err().unwrap_or_default()
+            } else {
+                entry.structural_problems()
+            };
+            out.push(EntryStatus {
+                name: entry.name.clone(),
+                kind: entry.kind.clone(),
+                source: self.config.path.clone(),
+                approved,
+                disabled: entry.disabled,
+                enabled,
+                problems,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Specs of the enabled entries that resolve, and the problems of those that do not.
+    pub fn enabled_specs(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Vec<ServerSpec>, Vec<EntryProblem>), ProjectError> {
+        let base = self.config.base_dir();
+        let mut specs = Vec::new();
+        let mut problems = Vec::new();
+        for entry in self.config.servers.values() {
+            if entry.disabled || !self.store.is_approved(&self.key, &entry.name)? {
+                continue;
+            }
+            match entry.resolve(lookup, &base) {
+                Ok(spec) => specs.push(spec),
+                Err(p) => problems.extend(p),
+            }
+        }
+        Ok((specs, problems))
+    }
+
+    /// Approves `name` after checking that it resolves; saves nothing otherwise.
+    pub fn enable(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ProjectError> {
+        let entry = self
+            .config
+            .servers
+            .get(name)
+            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        if let Err(problems) = entry.resolve(lookup, &self.config.base_dir()) {
+            return Err(ProjectError::Invalid {
+                server: name.to_string(),
+                problems,
+            });
+        }
+        self.store.set(&self.key, name, true)?;
+        Ok(())
+    }
+
+    /// Withdraws the approval of `name`.
+    pub fn disable(&self, name: &str) -> Result<(), ProjectError> {
+        if !self.config.servers.contains_key(name) {
+            return Err(ProjectError::UnknownServer(name.to_string()));
+        }
+        self.store.set(&self.key, name, false)?;
+        Ok(())
+    }
+}

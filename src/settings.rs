@@ -1,0 +1,271 @@
+//! Settings, layered: defaults < `$MCPVISOR_HOME/settings.toml` < `MCPVISOR_*`
+//! environment < command-line flags. Each effective value remembers where it
+//! came from, so `mcpvisor settings` can say.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use config::{Config, Environment, File, FileFormat};
+use mcpvisor_actors::{RestartPolicy, SupervisorOptions};
+
+/// The settings with their keys (as in `settings.toml`; the environment variable
+/// is `MCPVISOR_` + the key in upper case) and defaults.
+pub const KEYS: &[(&str, u64)] = &[
+    ("request_timeout_ms", 60_000),
+    ("startup_timeout_ms", 30_000),
+    ("restart_initial_backoff_ms", 200),
+    ("restart_max_backoff_ms", 30_000),
+    ("restart_max_restarts", 5),
+    ("restart_window_ms", 60_000),
+];
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// `settings.toml` under the home.
+    File(PathBuf),
+    /// An environment variable.
+    Environment(String),
+    /// A command-line flag.
+    CommandLine,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::Environment(var) => write!(f, "environment {var}"),
+            Source::CommandLine => f.write_str("command line"),
+        }
+    }
+}
+
+/// Why settings could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A layer could not be read or a value has the wrong type.
+    #[error("settings: {0}")]
+    Invalid(String),
+    /// No home directory could be determined.
+    #[error("settings: no home directory: set MCPVISOR_HOME or HOME")]
+    NoHome,
+}
+
+/// Values given on the command line (they win over everything).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--home`.
+    pub home: Option<PathBuf>,
+    /// Values by key (see [`KEYS`]).
+    pub values: Vec<(&'static str, u64)>,
+}
+
+/// The effective settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The home directory: approvals, OAuth tokens, `settings.toml`.
+    pub home: PathBuf,
+    /// Where the home came from.
+    pub home_source: Source,
+    values: HashMap<&'static str, (u64, Source)>,
+}
+
+impl Settings {
+    /// Loads the layers from the process environment.
+    pub fn load(overrides: &Overrides) -> Result<Settings, SettingsError> {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        Settings::load_with(overrides, &env)
+    }
+
+    /// Loads the layers with `env` as the environment (tests pass their own).
+    pub fn load_with(
+        overrides: &Overrides,
+        env: &HashMap<String, String>,
+    ) -> Result<Settings, SettingsError> {
+        let (home, home_source) = match (&overrides.home, env.get("MCPVISOR_HOME"), env.get("HOME"))
+        {
+            (Some(h), _, _) => (h.clone(), Source::CommandLine),
+            (None, Some(h), _) => (
+                PathBuf::from(h),
+                Source::Environment("MCPVISOR_HOME".into()),
+            ),
+            (None, None, Some(h)) => (Path::new(h).join(".mcpvisor"), Source::Default),
+            (None, None, None) => return Err(SettingsError::NoHome),
+        };
+        let file = home.join("settings.toml");
+        let invalid = |e: config::ConfigError| SettingsError::Invalid(e.to_string());
+        let file_layer = Config::builder()
+            .add_source(
+                File::from(file.clone())
+                    .format(FileFormat::Toml)
+                    .required(false),
+            )
+            .build()
+            .map_err(invalid)?;
+        // Only this tool's variables, so a stray MCPVISOR_HOME is not a setting.
+        let ours: config::Map<String, String> = env
+            .iter()
+            .filter(|(k, _)| KEYS.iter().any(|(key, _)| **k == env_var(key)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut builder = Config::builder();
+        for (key, default) in KEYS {
+            builder = builder.set_default(*key, *default).map_err(invalid)?;
+        }
+        builder = builder
+            .add_source(
+                File::from(file.clone())
+                    .format(FileFormat::Toml)
+                    .required(false),
+            )
+            .add_source(
+                Environment::with_prefix("MCPVISOR")
+                    .source(Some(ours.clone()))
+                    .try_parsing(true),
+            );
+        for (key, value) in &overrides.values {
+            builder = builder.set_override(*key, *value).map_err(invalid)?;
+        }
+        let merged = builder.build().map_err(invalid)?;
+        let mut values = HashMap::new();
+        for (key, _) in KEYS {
+            let value: u64 = merged
+                .get(key)
+                .map_err(|e| SettingsError::Invalid(format!("`{key}`: {e}")))?;
+            let source = if overrides.values.iter().any(|(k, _)| k == key) {
+                Source::CommandLine
+            } else if ours.contains_key(&env_var(key)) {
+                Source::Environment(env_var(key))
+            } else if file_layer.get::<config::Value>(key).is_ok() {
+                Source::File(file.clone())
+            } else {
+                Source::Default
+            };
+            values.insert(*key, (value, source));
+        }
+        Ok(Settings {
+            home,
+            home_source,
+            values,
+        })
+    }
+
+    /// A value and its source, by key.
+    pub fn get(&self, key: &str) -> Option<&(u64, Source)> {
+        self.values.get(key)
+    }
+
+    /// Every setting in [`KEYS`] order, with its value and source.
+    pub fn all(&self) -> Vec<(&'static str, u64, &Source)> {
+        KEYS.iter()
+            .filter_map(|(k, _)| self.values.get(k).map(|(v, s)| (*k, *v, s)))
+            .collect()
+    }
+
+    fn ms(&self, key: &str) -> Duration {
+        Duration::from_millis(self.values.get(key).map(|(v, _)| *v).unwrap_or(0))
+    }
+
+    /// Supervisor options with these settings applied.
+    pub fn supervisor_options(&self) -> SupervisorOptions {
+        SupervisorOptions {
+            request_timeout: self.ms("request_timeout_ms"),
+            startup_timeout: self.ms("startup_timeout_ms"),
+            restart: RestartPolicy {
+                initial_backoff: self.ms("restart_initial_backoff_ms"),
+                max_backoff: self.ms("restart_max_backoff_ms"),
+                max_restarts: self
+                    .values
+                    .get("restart_max_restarts")
+                    .map(|(v, _)| *v as usize)
+                    .unwrap_or(5),
+                window: self.ms("restart_window_ms"),
+                ..RestartPolicy::default()
+            },
+            ..SupervisorOptions::default()
+        }
+    }
+}
+
+/// `MCPVISOR_<KEY>`.
+pub fn env_var(key: &str) -> String {
+    format!("MCPVISOR_{}", key.to_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_and_sources_are_reported() {
+        let home = std::env::temp_dir().join(format!("mcpvisor-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("settings.toml"),
+            "request_timeout_ms = 1000\nstartup_timeout_ms = 1111\nrestart_max_restarts = 9\n",
+        )
+        .unwrap();
+        let env: HashMap<String, String> = [
+            ("MCPVISOR_HOME", home.to_str().unwrap()),
+            ("MCPVISOR_REQUEST_TIMEOUT_MS", "2000"),
+            ("MCPVISOR_RESTART_MAX_RESTARTS", "7"),
+            ("HOME", "/nonexistent"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let overrides = Overrides {
+            home: None,
+            values: vec![("restart_max_restarts", 3)],
+        };
+        let s = Settings::load_with(&overrides, &env).unwrap();
+        assert_eq!(s.home, home);
+        assert_eq!(s.home_source, Source::Environment("MCPVISOR_HOME".into()));
+        assert_eq!(
+            s.get("request_timeout_ms").unwrap(),
+            &(
+                2000,
+                Source::Environment("MCPVISOR_REQUEST_TIMEOUT_MS".into())
+            )
+        );
+        assert_eq!(
+            s.get("startup_timeout_ms").unwrap(),
+            &(1111, Source::File(home.join("settings.toml")))
+        );
+        assert_eq!(
+            s.get("restart_max_restarts").unwrap(),
+            &(3, Source::CommandLine)
+        );
+        assert_eq!(
+            s.get("restart_window_ms").unwrap(),
+            &(60_000, Source::Default)
+        );
+        let o = s.supervisor_options();
+        assert_eq!(o.request_timeout, Duration::from_millis(2000));
+        assert_eq!(o.restart.max_restarts, 3);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn bad_values_are_errors_and_home_defaults_under_home() {
+        let env: HashMap<String, String> =
+            [("HOME", "/h"), ("MCPVISOR_STARTUP_TIMEOUT_MS", "soon")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
+        assert!(err.to_string().contains("startup_timeout_ms"), "{err}");
+        let env: HashMap<String, String> = [("HOME".to_string(), "/h".to_string())]
+            .into_iter()
+            .collect();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.home, Path::new("/h/.mcpvisor"));
+        assert_eq!(s.home_source, Source::Default);
+    }
+}
