@@ -80,6 +80,23 @@ pub(crate) async fn call_tool(shared: &Shared, call: &ToolCall) -> Result<Value,
             shared.outbox.notify(methods::LOG_MESSAGE, params).await;
             Ok(text("logged"))
         }
+        ToolKind::Garbage => {
+            for line in super::hostile::garbage_lines() {
+                shared.outbox.send_raw(line).await;
+            }
+            Ok(text("garbage sent"))
+        }
+        ToolKind::CutAnswer => {
+            let answer = Message::Response(Response {
+                id: call.id.clone(),
+                result: text("this answer is cut in half"),
+            });
+            super::hostile::cut_and_exit(shared, &answer, 5).await
+        }
+        ToolKind::ClientAnswers => {
+            let seen = Value::Array(lock(&shared.client_answers).clone());
+            Ok(text(&seen.to_string()))
+        }
         ToolKind::AddTool => {
             let name = args.str("name")?;
             lock(&shared.tools).add_echo(name);

@@ -15,6 +15,7 @@
 //! interleave.
 
 mod handlers;
+mod hostile;
 mod options;
 mod state;
 mod tools;
@@ -35,8 +36,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use handlers::ToolCall;
+pub use hostile::{
+    HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile, MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS,
+    many_tool_name,
+};
 pub use options::{DEFAULT_PAGE_SIZE, DemoServerOptions};
-use state::{OUTBOX_CAPACITY, Outbox, Shared, lock};
+use state::{OUTBOX_CAPACITY, Outbox, Outgoing, Shared, lock};
 pub use tools::BUILT_IN_TOOLS;
 
 /// The `serverInfo.name` the demo server reports.
@@ -70,12 +75,28 @@ pub async fn run(opts: DemoServerOptions) -> io::Result<()> {
     };
     let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
     let writer = tokio::spawn(write_lines(rx));
+    let mut table = tools::ToolTable::new(&opts.extra_tools);
+    if opts.fault_tools {
+        table.add("garbage", tools::ToolKind::Garbage);
+        table.add("cut_answer", tools::ToolKind::CutAnswer);
+    }
+    let page_size = match opts.hostile {
+        Some(hostile) => {
+            hostile.add_tools(&mut table);
+            hostile.page_size(opts.page_size)
+        }
+        None => opts.page_size,
+    };
     let shared = Arc::new(Shared::new(
         Outbox::new(tx),
-        tools::ToolTable::new(&opts.extra_tools),
-        opts.page_size,
+        table,
+        page_size,
         grandchild_pid,
+        opts.hostile,
     ));
+    if let Some(hostile) = opts.hostile {
+        hostile.on_start(&shared).await;
+    }
     let server = Server {
         shared: Arc::clone(&shared),
         opts,
@@ -105,9 +126,17 @@ fn spawn_grandchild() -> io::Result<u32> {
 }
 
 /// Owns stdout: one line per message, flushed at once.
-async fn write_lines(mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_lines(mut rx: mpsc::Receiver<Outgoing>) {
     let mut stdout = tokio::io::stdout();
-    while let Some(line) = rx.recv().await {
+    while let Some(out) = rx.recv().await {
+        let line = match out {
+            Outgoing::Bytes(line) => line,
+            Outgoing::Flush(done) => {
+                // Each write below is already flushed.
+                let _ = done.send(());
+                continue;
+            }
+        };
         let written = async {
             stdout.write_all(&line).await?;
             stdout.flush().await
@@ -179,7 +208,14 @@ impl Server {
         match message {
             Message::Request(request) => self.handle_request(request).await,
             Message::Notification(n) => self.handle_notification(n),
-            // We never send requests, so there is nothing to match these to.
+            // Only a hostile server sends requests; it keeps the answers for the test.
+            Message::Response(_) | Message::Error(_)
+                if self.shared.hostile == Some(Hostile::ServerRequests) =>
+            {
+                if let Ok(value) = serde_json::from_slice(&message.to_vec()) {
+                    lock(&self.shared.client_answers).push(value);
+                }
+            }
             Message::Response(_) | Message::Error(_) => {
                 tracing::debug!("ignoring a response the demo server never asked for");
             }
@@ -220,13 +256,19 @@ impl Server {
     }
 
     async fn initialize(&self, id: RequestId) {
-        if self.opts.exit_during_initialize {
+        let fault = self
+            .opts
+            .fault_file
+            .as_ref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .unwrap_or_default();
+        if self.opts.exit_during_initialize || fault.trim() == "exit" {
             eprintln!(
                 "demo server: exiting with code 4 during initialize (--exit-during-initialize)"
             );
             std::process::exit(4);
         }
-        if self.opts.hang_initialize {
+        if self.opts.hang_initialize || fault.trim() == "hang" {
             tracing::info!("not answering initialize (--hang-initialize)");
             return;
         }
@@ -240,6 +282,9 @@ impl Server {
             "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
         });
         self.answer(id, Ok(result)).await;
+        if let Some(hostile) = self.opts.hostile {
+            hostile.after_initialize(&self.shared).await;
+        }
     }
 
     /// One page of tools; the cursor is the decimal offset of the page's first tool.
@@ -260,7 +305,11 @@ impl Server {
             },
         };
         let size = self.shared.page_size.max(1);
-        let mut result = json!({ "tools": table.page(offset, size) });
+        let mut page = table.page(offset, size);
+        if let Some(hostile) = self.opts.hostile {
+            hostile.rewrite_listing(&mut page);
+        }
+        let mut result = json!({ "tools": page });
         let next = offset.saturating_add(size);
         if next < table.len() {
             result["nextCursor"] = Value::String(next.to_string());
@@ -299,7 +348,10 @@ impl Server {
                         error,
                     }),
                 };
-                shared.outbox.send(&message).await;
+                match shared.hostile {
+                    Some(hostile) => hostile.answer(&shared, &message).await,
+                    None => shared.outbox.send(&message).await,
+                }
             }
         });
         self.shared.attach(&id, task.abort_handle());

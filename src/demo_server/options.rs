@@ -1,5 +1,9 @@
 //! Command-line options of `mcpvisor demo-server`.
 
+use std::path::PathBuf;
+
+use super::hostile::Hostile;
+
 /// Tools per `tools/list` page unless `--page-size` says otherwise.
 pub const DEFAULT_PAGE_SIZE: usize = 3;
 
@@ -49,6 +53,23 @@ pub struct DemoServerOptions {
     /// as some real servers do.
     #[arg(long)]
     pub list_changed_early: bool,
+
+    /// Misbehave on purpose in one way, for the hostile-server tests.
+    #[arg(long, value_enum, value_name = "BEHAVIOUR")]
+    pub hostile: Option<Hostile>,
+
+    /// Also list the fault tools `garbage` (garbage lines on stdout, then the
+    /// answer) and `cut_answer` (half an answer line, then exit).
+    #[arg(long)]
+    pub fault_tools: bool,
+
+    /// Read this file when `initialize` arrives: `exit` exits with code 4,
+    /// `hang` never answers; anything else (or no file) answers normally.
+    ///
+    /// Lets a harness turn startup faults on and off for later restarts of a
+    /// server it already runs.
+    #[arg(long, value_name = "PATH")]
+    pub fault_file: Option<PathBuf>,
 }
 
 impl Default for DemoServerOptions {
@@ -61,6 +82,9 @@ impl Default for DemoServerOptions {
             grandchild: false,
             stderr_banner: false,
             list_changed_early: false,
+            hostile: None,
+            fault_tools: false,
+            fault_file: None,
         }
     }
 }
@@ -93,12 +117,19 @@ mod tests {
             "--extra-tool",
             "echo",
             "--grandchild",
+            "--hostile",
+            "out-of-order",
+            "--fault-file",
+            "/tmp/f",
         ])
         .expect("flags parse");
         assert_eq!(cli.opts.page_size, 5);
         assert_eq!(cli.opts.extra_tools, vec!["bad name!", "echo"]);
         assert!(cli.opts.grandchild);
         assert!(!cli.opts.hang_initialize);
+        assert_eq!(cli.opts.hostile, Some(Hostile::OutOfOrder));
+        assert_eq!(cli.opts.fault_file, Some(PathBuf::from("/tmp/f")));
+        assert!(Cli::try_parse_from(["demo", "--hostile", "polite"]).is_err());
         assert!(Cli::try_parse_from(["demo", "--page-size", "0"]).is_err());
     }
 }

@@ -6,23 +6,33 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use mcpvisor_protocol::RequestId;
 use mcpvisor_protocol::jsonrpc::{Message, Notification};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::hostile::Hostile;
 use super::tools::ToolTable;
 
 /// Lines queued for stdout; bounded so a client that stops reading slows us down
 /// instead of growing memory without end.
 pub(crate) const OUTBOX_CAPACITY: usize = 1024;
 
+/// What the stdout writer is asked to do.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// Write these bytes as they are.
+    Bytes(Vec<u8>),
+    /// Flush, then report that everything queued before has been written.
+    Flush(oneshot::Sender<()>),
+}
+
 /// The sending side of the single stdout writer.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: mpsc::Sender<Outgoing>,
 }
 
 impl Outbox {
-    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<Outgoing>) -> Self {
         Outbox { tx }
     }
 
@@ -30,8 +40,21 @@ impl Outbox {
     pub(crate) async fn send(&self, message: &Message) {
         let mut line = message.to_vec();
         line.push(b'\n');
+        self.send_raw(line).await;
+    }
+
+    /// Queues bytes exactly as given (a hostile server's garbage, half a line).
+    pub(crate) async fn send_raw(&self, bytes: Vec<u8>) {
         // The writer only goes away when stdout is broken; nobody is left to tell.
-        let _ = self.tx.send(line).await;
+        let _ = self.tx.send(Outgoing::Bytes(bytes)).await;
+    }
+
+    /// Waits until everything queued so far has reached stdout.
+    pub(crate) async fn flush(&self) {
+        let (done, flushed) = oneshot::channel();
+        if self.tx.send(Outgoing::Flush(done)).await.is_ok() {
+            let _ = flushed.await;
+        }
     }
 
     /// Queues a notification.
@@ -56,6 +79,11 @@ pub(crate) struct Shared {
     pub(crate) tools: Mutex<ToolTable>,
     pub(crate) page_size: usize,
     pub(crate) grandchild_pid: Option<u32>,
+    pub(crate) hostile: Option<Hostile>,
+    /// Answers the client sent to our own requests (`--hostile server-requests`).
+    pub(crate) client_answers: Mutex<Vec<Value>>,
+    /// Answer lines held back to be sent in reverse order (`--hostile out-of-order`).
+    pub(crate) held_answers: Mutex<Vec<Vec<u8>>>,
     in_flight: Mutex<HashMap<RequestId, Call>>,
     cancellations: Mutex<Vec<Value>>,
     /// Woken whenever a call leaves `in_flight`, so shutdown can wait for idleness.
@@ -73,12 +101,16 @@ impl Shared {
         tools: ToolTable,
         page_size: usize,
         grandchild_pid: Option<u32>,
+        hostile: Option<Hostile>,
     ) -> Self {
         Shared {
             outbox,
             tools: Mutex::new(tools),
             page_size,
             grandchild_pid,
+            hostile,
+            client_answers: Mutex::new(Vec::new()),
+            held_answers: Mutex::new(Vec::new()),
             in_flight: Mutex::new(HashMap::new()),
             cancellations: Mutex::new(Vec::new()),
             idle: Notify::new(),

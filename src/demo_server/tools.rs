@@ -19,6 +19,12 @@ pub(crate) enum ToolKind {
     AddTool,
     /// A tool added by `--extra-tool` or `add_tool`: behaves like `echo`.
     ExtraEcho,
+    /// `--fault-tools`: garbage lines on stdout, then the answer.
+    Garbage,
+    /// `--fault-tools`: half of the answer line, then exit.
+    CutAnswer,
+    /// `--hostile server-requests`: the answers the client gave to our requests.
+    ClientAnswers,
 }
 
 /// The built-in tools, in listing order.
@@ -88,9 +94,14 @@ impl ToolTable {
 
     /// Appends an echo-like tool.
     pub(crate) fn add_echo(&mut self, name: &str) {
+        self.add(name, ToolKind::ExtraEcho);
+    }
+
+    /// Appends a tool of any kind.
+    pub(crate) fn add(&mut self, name: &str, kind: ToolKind) {
         self.entries.push(ToolEntry {
             name: name.to_string(),
-            kind: ToolKind::ExtraEcho,
+            kind,
         });
     }
 
@@ -167,6 +178,21 @@ fn describe(name: &str, kind: ToolKind) -> Value {
                 "message": { "type": "string", "description": "The log text." }
             }),
             &["message"],
+        ),
+        ToolKind::Garbage => (
+            "Writes garbage lines to stdout (invalid JSON, binary, non-objects, a wrong version, unknown ids), then answers.",
+            json!({}),
+            &[],
+        ),
+        ToolKind::CutAnswer => (
+            "Writes half of its answer line to stdout, then exits with code 5.",
+            json!({}),
+            &[],
+        ),
+        ToolKind::ClientAnswers => (
+            "Returns, as a JSON array in text, every answer the client sent to the server's own requests.",
+            json!({}),
+            &[],
         ),
         ToolKind::AddTool => (
             "Adds an echo-like tool named `name` and sends notifications/tools/list_changed.",
