@@ -8,8 +8,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use mcpvisor::auth::{Grant, HeadlessDriver, OAuth, OAuthConfig};
 use mcpvisor::transports::HttpSpec;
-use mcpvisor::{CallOptions, Host, ServerSpec, ServerState, SupervisorOptions};
+use mcpvisor::{CallOptions, Host, SecretString, ServerSpec, ServerState, SupervisorOptions};
 use serde_json::{Value, json};
 
 fn main() -> ExitCode {
@@ -40,12 +43,54 @@ fn main() -> ExitCode {
     }
 }
 
+/// OAuth as the suite's auth scenarios need it: unattended (headless) login,
+/// credentials from `MCP_CONFORMANCE_CONTEXT`, tokens in a fresh home per run.
+fn oauth_for(url: &str, scenario: &str) -> Result<Option<Arc<OAuth>>, String> {
+    if !scenario.starts_with("auth/") {
+        return Ok(None);
+    }
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
+    let grant = match (text("private_key_pem"), scenario) {
+        (Some(pem), _) => Grant::PrivateKeyJwt {
+            pem: SecretString::new(pem),
+            algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
+        },
+        (None, "auth/client-credentials-basic") => Grant::ClientSecret,
+        _ => Grant::AuthorizationCode,
+    };
+    let home = std::env::temp_dir().join(format!("mcpvisor-conformance-{}", std::process::id()));
+    let driver = HeadlessDriver::new().map_err(|e| e.to_string())?;
+    let config = OAuthConfig {
+        server: "conformance".into(),
+        url: url.to_string(),
+        home,
+        client_id: text("client_id"),
+        client_secret: text("client_secret").map(SecretString::new),
+        client_metadata_url: Some(CLIENT_METADATA_URL.into()),
+        scope: None,
+        grant,
+        unattended: Some(Arc::new(driver)),
+    };
+    OAuth::new(config)
+        .map(|o| Some(Arc::new(o)))
+        .map_err(|e| e.to_string())
+}
+
+/// The client ID metadata document the suite's `basic-cimd` scenario expects.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
+    let oauth = oauth_for(url, scenario)?;
     let spec = ServerSpec::http(
         "conformance",
         HttpSpec {
             url: url.to_string(),
             headers: Vec::new(),
+            oauth,
         },
     );
     let options = SupervisorOptions {
@@ -88,6 +133,12 @@ async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!("test_reconnection -> {}", r.text());
+        }
+        _ if tools.iter().any(|t| t == "test-tool") => {
+            let r = call("test-tool", json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("test-tool -> {}", r.text());
         }
         _ => {}
     }

@@ -36,6 +36,8 @@ pub use mcpvisor_actors::{
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
 pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
 
+/// OAuth for HTTP servers.
+pub use mcpvisor_auth as auth;
 /// The sans-I/O protocol crate.
 pub use mcpvisor_protocol as protocol;
 /// The transports crate.

@@ -17,6 +17,7 @@ fn http(name: &str, url: &str) -> ServerSpec {
         HttpSpec {
             url: url.to_string(),
             headers: Vec::new(),
+            oauth: None,
         },
     )
 }

@@ -26,6 +26,7 @@ fn spec(server: &HttpMcpServer) -> ServerSpec {
         HttpSpec {
             url: server.url.clone(),
             headers: Vec::new(),
+            oauth: None,
         },
     )
 }
@@ -358,6 +359,7 @@ async fn configured_headers_arrive_on_every_request() {
         HttpSpec {
             url: server.url.clone(),
             headers,
+            oauth: None,
         },
     );
     let host = Host::start(vec![spec], options()).await.unwrap();

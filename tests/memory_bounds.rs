@@ -68,6 +68,7 @@ async fn a_10_mib_sse_event_is_a_typed_error_with_flat_memory() {
         HttpSpec {
             url: server.url.clone(),
             headers: Vec::new(),
+            oauth: None,
         },
     );
     let host = Host::start(vec![spec], options).await.unwrap();

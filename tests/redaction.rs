@@ -88,6 +88,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         HttpSpec {
             url: server.url.clone(),
             headers: headers.clone(),
+            oauth: None,
         },
     );
     let mut shown = format!(
@@ -142,6 +143,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
     let bad_spec = HttpSpec {
         url: server.url.clone(),
         headers: bad,
+        oauth: None,
     };
     let client = mcpvisor::transports::http_client(&Default::default()).unwrap();
     let e = HttpTransport::new(

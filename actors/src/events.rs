@@ -45,6 +45,14 @@ pub enum HostEvent {
         /// Why it last failed.
         reason: String,
     },
+    /// The server cannot be authorized without a person: run `mcpvisor login <name>`,
+    /// then restart it. It is not restarted meanwhile.
+    LoginRequired {
+        /// Which server.
+        server: Arc<str>,
+        /// Why.
+        reason: String,
+    },
     /// The server was stopped on purpose.
     ServerStopped {
         /// Which server.

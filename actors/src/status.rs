@@ -36,6 +36,12 @@ pub enum ServerState {
         /// Why it last failed.
         reason: String,
     },
+    /// Cannot be authorized without a person (`mcpvisor login <name>`); not restarted
+    /// until a host asks again.
+    LoginRequired {
+        /// Why.
+        reason: String,
+    },
     /// Stopped on purpose.
     Stopped,
 }

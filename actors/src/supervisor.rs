@@ -30,6 +30,11 @@ pub(crate) enum SupervisorMsg {
     ServerReady {
         id: ServerId,
     },
+    /// A server is stopping because it cannot be authorized: no restart until asked.
+    LoginRequired {
+        id: ServerId,
+        reason: String,
+    },
     /// A backoff elapsed; `generation` guards against a restart that was superseded.
     Restart {
         id: ServerId,
@@ -60,6 +65,8 @@ struct Slot {
     tracker: RestartTracker,
     attempt: u32,
     generation: u64,
+    /// Set when the connection ended for want of authorization.
+    login_required: Option<String>,
 }
 
 pub(crate) struct SupervisorState {
@@ -106,6 +113,7 @@ impl Actor for SupervisorActor {
                     tracker: RestartTracker::default(),
                     attempt: 0,
                     generation: 0,
+                    login_required: None,
                 };
                 (id, slot)
             })
@@ -136,6 +144,11 @@ impl Actor for SupervisorActor {
                 if let Some(slot) = state.slots.get_mut(&id) {
                     slot.tracker.on_ready();
                     slot.attempt = 0;
+                }
+            }
+            SupervisorMsg::LoginRequired { id, reason } => {
+                if let Some(slot) = state.slots.get_mut(&id) {
+                    slot.login_required = Some(reason);
                 }
             }
             SupervisorMsg::Restart { id, generation } => {

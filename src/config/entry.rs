@@ -292,6 +292,7 @@ impl ServerEntry {
             HttpSpec {
                 url: url?,
                 headers: headers?,
+                oauth: None,
             },
         ))
     }

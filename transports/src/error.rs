@@ -98,6 +98,9 @@ pub enum TransportError {
     /// The server's session id has characters outside visible ASCII.
     #[error("server sent an invalid Mcp-Session-Id")]
     InvalidSessionId,
+    /// Authorization failed (a login is required, discovery failed, …).
+    #[error("authorization: {0}")]
+    Auth(mcpvisor_auth::AuthError),
     /// The session expired and could not be renewed.
     #[error("HTTP session expired and could not be renewed: {0}")]
     SessionExpired(String),

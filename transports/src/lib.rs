@@ -18,12 +18,11 @@ pub mod error;
 pub mod event;
 pub mod headers;
 pub mod http;
-pub mod secret;
 pub mod stdio;
 
 pub use error::{ExitInfo, TransportError};
 pub use event::{Outbound, TransportEvent, TransportSink};
 pub use headers::{HeaderError, HttpHeaders};
 pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
-pub use secret::SecretString;
+pub use mcpvisor_protocol::secret::{self, SecretString};
 pub use stdio::{StdioOptions, StdioSpec, StdioTransport};

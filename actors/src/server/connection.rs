@@ -257,7 +257,11 @@ impl Connection {
         id: RequestId,
         error: TransportError,
     ) {
-        if matches!(self.session.state(), HandshakeState::Initializing(init) if *init == id) {
+        let handshake =
+            matches!(self.session.state(), HandshakeState::Initializing(init) if *init == id);
+        // Without authorization the server cannot start: that is for a person to fix.
+        let startup_auth = !self.ready && matches!(error, TransportError::Auth(_));
+        if handshake || startup_auth {
             self.fail(myself, ConnectionError::Transport(error));
             return;
         }
@@ -504,6 +508,15 @@ impl Connection {
             },
         };
         self.fail_pending(error);
+        if let ConnectionError::Transport(TransportError::Auth(_)) = &cause {
+            // A restart would only ask the authorization server again: wait for a login.
+            if let Some(sup) = myself.try_get_supervisor() {
+                let _ = sup.send_message(SupervisorMsg::LoginRequired {
+                    id: self.id,
+                    reason: reason.clone(),
+                });
+            }
+        }
         // Withdraw the routes now rather than when the supervisor hears of the exit,
         // so new calls fail fast instead of reaching a stopping actor.
         let _ = self.ctx.registry.cast(RegistryMsg::Remove(self.id));

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::RequestId;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
 use tokio::task::JoinSet;
 
@@ -28,17 +28,44 @@ use crate::event::{Outbound, TransportSink};
 use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use body::{excerpt, http_error};
+use mcpvisor_auth::{Challenge, OAuth};
 use notifications::NotificationListener;
 use session::{SESSION_HEADER, Session};
 
 /// Where a Streamable HTTP server is and what to send it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct HttpSpec {
     /// The MCP endpoint, `http` or `https`.
     pub url: String,
     /// Extra headers, as literal values (already expanded).
     pub headers: Vec<(String, SecretString)>,
+    /// OAuth for a protected server; shared across reconnections.
+    pub oauth: Option<Arc<OAuth>>,
 }
+
+impl HttpSpec {
+    /// A spec for `url` with no headers and no OAuth.
+    pub fn new(url: impl Into<String>) -> HttpSpec {
+        HttpSpec {
+            url: url.into(),
+            headers: Vec::new(),
+            oauth: None,
+        }
+    }
+}
+
+impl PartialEq for HttpSpec {
+    fn eq(&self, other: &Self) -> bool {
+        let same_oauth = match (&self.oauth, &other.oauth) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        self.url == other.url && self.headers == other.headers && same_oauth
+    }
+}
+
+impl Eq for HttpSpec {}
 
 impl fmt::Debug for HttpSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -141,6 +168,7 @@ pub(crate) struct Shared {
     headers: HttpHeaders,
     pub(crate) options: HttpOptions,
     pub(crate) session: Session,
+    oauth: Option<Arc<OAuth>>,
 }
 
 impl Shared {
@@ -153,19 +181,93 @@ impl Shared {
         (req.headers(self.headers.map().clone()), had)
     }
 
+    /// The bearer token to send, if the server is OAuth-protected and one exists.
+    async fn bearer(
+        &self,
+        client: &reqwest::Client,
+    ) -> Result<Option<SecretString>, TransportError> {
+        match &self.oauth {
+            Some(oauth) => oauth.bearer(client).await.map_err(TransportError::Auth),
+            None => Ok(None),
+        }
+    }
+
+    /// Sends `build()`'s request with the bearer token; a `401` is answered by
+    /// the OAuth facade (refresh, or log in where that needs no person) and the
+    /// request sent once more; a `403 insufficient_scope` authorizes again with
+    /// the scope asked for (a bounded number of times).
+    async fn send_authorized(
+        &self,
+        client: &reqwest::Client,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, TransportError> {
+        let mut refreshed = false;
+        let mut step_ups = 0;
+        loop {
+            let token = self.bearer(client).await?;
+            let mut req = build();
+            if let Some(t) = &token {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {}", t.expose())).map_err(|_| {
+                        TransportError::Http("access token is not a valid header value".into())
+                    })?;
+                value.set_sensitive(true);
+                req = req.header(AUTHORIZATION, value);
+            }
+            let resp = req.send().await.map_err(http_error)?;
+            let Some(oauth) = &self.oauth else {
+                return Ok(resp);
+            };
+            let challenge = || {
+                Challenge::parse(
+                    resp.headers()
+                        .get_all(WWW_AUTHENTICATE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                )
+            };
+            match resp.status() {
+                StatusCode::UNAUTHORIZED if !refreshed => {
+                    let challenge = challenge();
+                    oauth
+                        .unauthorized(client, token.as_ref(), &challenge)
+                        .await
+                        .map_err(TransportError::Auth)?;
+                    refreshed = true;
+                }
+                StatusCode::FORBIDDEN
+                    if challenge().insufficient_scope()
+                        && step_ups < mcpvisor_auth::MAX_STEP_UPS =>
+                {
+                    step_ups += 1;
+                    let challenge = challenge();
+                    oauth
+                        .insufficient_scope(client, &challenge)
+                        .await
+                        .map_err(TransportError::Auth)?;
+                }
+                _ => return Ok(resp),
+            }
+        }
+    }
+
     /// POSTs one message; also says whether a session id went with it.
     pub(crate) async fn post(
         &self,
         line: &[u8],
     ) -> Result<(reqwest::Response, bool), TransportError> {
-        let req = self
-            .client
-            .post(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .body(line.to_vec());
-        let (req, had) = self.with_session(req);
-        let resp = req.send().await.map_err(http_error)?;
+        let had = self.session.current().0.is_some();
+        let resp = self
+            .send_authorized(&self.client, || {
+                let req = self
+                    .client
+                    .post(self.url.clone())
+                    .header(CONTENT_TYPE, "application/json")
+                    .header(ACCEPT, "application/json, text/event-stream")
+                    .body(line.to_vec());
+                self.with_session(req).0
+            })
+            .await?;
         Ok((resp, had))
     }
 
@@ -182,14 +284,16 @@ impl Shared {
         client: &reqwest::Client,
         last_event_id: Option<&str>,
     ) -> Result<reqwest::Response, TransportError> {
-        let mut req = client
-            .get(self.url.clone())
-            .header(ACCEPT, "text/event-stream");
-        if let Some(last) = last_event_id.and_then(|l| HeaderValue::from_str(l).ok()) {
-            req = req.header("last-event-id", last);
-        }
-        let (req, _) = self.with_session(req);
-        req.send().await.map_err(http_error)
+        self.send_authorized(client, || {
+            let mut req = client
+                .get(self.url.clone())
+                .header(ACCEPT, "text/event-stream");
+            if let Some(last) = last_event_id.and_then(|l| HeaderValue::from_str(l).ok()) {
+                req = req.header("last-event-id", last);
+            }
+            self.with_session(req).0
+        })
+        .await
     }
 
     pub(crate) fn client_builder(&self) -> reqwest::ClientBuilder {
@@ -212,13 +316,18 @@ impl Shared {
         let Some(id) = self.session.forget() else {
             return;
         };
-        let req = self
-            .client
-            .delete(self.url.clone())
-            .header(SESSION_HEADER, id)
-            .headers(self.headers.map().clone())
-            .timeout(self.options.delete_timeout);
-        match req.send().await {
+        let timeout = self.options.delete_timeout;
+        let sent = self.send_authorized(&self.client, || {
+            self.client
+                .delete(self.url.clone())
+                .header(SESSION_HEADER, id.clone())
+                .headers(self.headers.map().clone())
+                .timeout(timeout)
+        });
+        match tokio::time::timeout(timeout, sent)
+            .await
+            .unwrap_or(Err(TransportError::NoResponse))
+        {
             Ok(resp)
                 if resp.status().is_success()
                     || resp.status() == StatusCode::METHOD_NOT_ALLOWED => {}
@@ -227,9 +336,7 @@ impl Shared {
                 let body = excerpt(resp).await;
                 tracing::debug!(server = %self.server, %status, %body, "session DELETE refused");
             }
-            Err(e) => {
-                tracing::debug!(server = %self.server, "session DELETE failed: {}", http_error(e))
-            }
+            Err(e) => tracing::debug!(server = %self.server, "session DELETE failed: {e}"),
         }
     }
 }
@@ -272,6 +379,7 @@ impl<S: TransportSink> HttpTransport<S> {
             headers,
             options: options.clone(),
             session: Session::default(),
+            oauth: spec.oauth.clone(),
         });
         Ok(HttpTransport {
             shared,

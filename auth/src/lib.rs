@@ -1,0 +1,34 @@
+//! OAuth for mcpvisor's HTTP servers.
+//!
+//! [`OAuth`] is the facade: the HTTP transport asks it for a bearer token before
+//! each request and tells it about `401` and `403 insufficient_scope`; the CLI
+//! logs in and out through it. Behind it:
+//! - discovery: protected-resource metadata (RFC 9728), authorization-server
+//!   metadata (RFC 8414, OpenID discovery), and the 2025-03-26 fallbacks;
+//! - login: authorization code with PKCE S256 and the RFC 8707 `resource`
+//!   parameter, through a pluggable [`AuthorizationDriver`] (a browser with a
+//!   loopback listener, or headless); client registration: pre-registered, a
+//!   client ID metadata document, or RFC 7591;
+//! - client credentials (`client_secret_basic`, `private_key_jwt`);
+//! - storage (private): token files under `<home>/oauth/`, 0700/0600, replaced
+//!   atomically, with a per-server lock across read–refresh–write.
+//!
+//! Tokens and secrets never appear in `Debug`, errors or logs.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod challenge;
+mod client_credentials;
+mod discovery;
+mod driver;
+mod error;
+mod http;
+mod login;
+mod oauth;
+mod storage;
+mod tokens;
+
+pub use challenge::Challenge;
+pub use driver::{AuthorizationDriver, BrowserDriver, DriverFuture, HeadlessDriver};
+pub use error::AuthError;
+pub use oauth::{AuthState, Grant, MAX_STEP_UPS, OAuth, OAuthConfig};

@@ -1,0 +1,346 @@
+//! Authorization code with PKCE S256, the `resource` parameter, client
+//! registration (pre-registered, client ID metadata document, or RFC 7591).
+
+use oauth2::basic::BasicClient;
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+use reqwest::Url;
+use serde::Deserialize;
+
+use crate::discovery::Discovered;
+use crate::driver::AuthorizationDriver;
+use crate::error::AuthError;
+use crate::http::{OAuthHttp, TIMEOUT, check_endpoint, read_bounded};
+use crate::tokens::{ClientRegistration, StoredTokens, now};
+
+/// How this client identifies itself, as configured.
+#[derive(Clone, Default)]
+pub(crate) struct ClientIdentity {
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<String>,
+    /// A client ID metadata document URL, used where the server supports them.
+    pub(crate) metadata_url: Option<String>,
+    pub(crate) client_name: String,
+}
+
+#[derive(Deserialize)]
+struct RegistrationResponse {
+    client_id: String,
+    client_secret: Option<String>,
+    token_endpoint_auth_method: Option<String>,
+}
+
+/// The client to use with this authorization server: configured, a metadata
+/// document URL, or freshly registered.
+pub(crate) async fn client_for(
+    http: &reqwest::Client,
+    found: &Discovered,
+    identity: &ClientIdentity,
+    redirect: &Url,
+) -> Result<ClientRegistration, AuthError> {
+    let token_endpoint = found.token_endpoint.to_string();
+    if let Some(id) = &identity.client_id {
+        let method = match &identity.client_secret {
+            None => "none".to_string(),
+            Some(_)
+                if found
+                    .auth_methods()
+                    .iter()
+                    .any(|m| m == "client_secret_basic")
+                    || found.auth_methods().is_empty() =>
+            {
+                "client_secret_basic".to_string()
+            }
+            Some(_) => "client_secret_post".to_string(),
+        };
+        return Ok(ClientRegistration {
+            client_id: id.clone(),
+            client_secret: identity.client_secret.clone(),
+            auth_method: method,
+            token_endpoint,
+        });
+    }
+    if let Some(url) = identity
+        .metadata_url
+        .as_ref()
+        .filter(|_| found.supports_cimd())
+    {
+        return Ok(ClientRegistration {
+            client_id: url.clone(),
+            client_secret: None,
+            auth_method: "none".into(),
+            token_endpoint,
+        });
+    }
+    let endpoint = found.registration_endpoint.as_ref().ok_or_else(|| {
+        AuthError::Registration(
+            "no client id is configured and the server offers no registration".into(),
+        )
+    })?;
+    register(http, endpoint, found, identity, redirect).await
+}
+
+async fn register(
+    http: &reqwest::Client,
+    endpoint: &Url,
+    found: &Discovered,
+    identity: &ClientIdentity,
+    redirect: &Url,
+) -> Result<ClientRegistration, AuthError> {
+    check_endpoint("registration", endpoint)?;
+    let methods = found.auth_methods();
+    // A public client when the server allows it: nothing to keep secret on disk.
+    let requested = if methods.is_empty() || methods.iter().any(|m| m == "none") {
+        "none"
+    } else if methods.iter().any(|m| m == "client_secret_basic") {
+        "client_secret_basic"
+    } else {
+        "client_secret_post"
+    };
+    let body = serde_json::json!({
+        "client_name": identity.client_name,
+        "redirect_uris": [redirect.as_str()],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": requested,
+    });
+    let resp = http
+        .post(endpoint.clone())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| AuthError::Registration(e.without_url().to_string()))?;
+    let status = resp.status();
+    let bytes = read_bounded(resp).await?;
+    if !status.is_success() {
+        return Err(AuthError::Registration(format!("HTTP {status}")));
+    }
+    let reg: RegistrationResponse = serde_json::from_slice(&bytes)
+        .map_err(|e| AuthError::Registration(format!("unreadable answer: {e}")))?;
+    let auth_method = reg.token_endpoint_auth_method.unwrap_or_else(|| {
+        if reg.client_secret.is_some() {
+            "client_secret_basic"
+        } else {
+            "none"
+        }
+        .to_string()
+    });
+    Ok(ClientRegistration {
+        client_id: reg.client_id,
+        client_secret: reg.client_secret,
+        auth_method,
+        token_endpoint: found.token_endpoint.to_string(),
+    })
+}
+
+/// The scope to ask for: the configured one, else the challenge's, else the
+/// resource's `scopes_supported`, else none — joined with what was granted
+/// before (a step-up widens, never narrows). `offline_access` is added only
+/// where the authorization server advertises it.
+pub(crate) fn choose_scope(
+    found: &Discovered,
+    challenge_scope: Option<&str>,
+    configured: Option<&str>,
+    granted: Option<&str>,
+) -> Option<String> {
+    let mut scopes: Vec<String> = Vec::new();
+    let mut add = |list: &str| {
+        for s in list.split_whitespace() {
+            if !scopes.iter().any(|x| x == s) {
+                scopes.push(s.to_string());
+            }
+        }
+    };
+    if let Some(g) = granted {
+        add(g);
+    }
+    match (configured, challenge_scope, &found.resource_scopes) {
+        (Some(c), _, _) => add(c),
+        (None, Some(c), _) => add(c),
+        (None, None, Some(supported)) => add(&supported.join(" ")),
+        (None, None, None) => {}
+    }
+    let offline = found
+        .scopes_supported()
+        .is_some_and(|s| s.iter().any(|x| x == "offline_access"));
+    if offline && !scopes.is_empty() && !scopes.iter().any(|s| s == "offline_access") {
+        scopes.push("offline_access".into());
+    }
+    if scopes.is_empty() {
+        None
+    } else {
+        Some(scopes.join(" "))
+    }
+}
+
+fn oauth_client(
+    found: &Discovered,
+    reg: &ClientRegistration,
+    redirect: Option<&Url>,
+) -> Result<OAuthClient, AuthError> {
+    let mut client = BasicClient::new(ClientId::new(reg.client_id.clone()))
+        .set_auth_uri(AuthUrl::from_url(found.authorization_endpoint.clone()))
+        .set_token_uri(TokenUrl::from_url(found.token_endpoint.clone()))
+        .set_auth_type(if reg.auth_method == "client_secret_post" {
+            AuthType::RequestBody
+        } else {
+            AuthType::BasicAuth
+        });
+    if reg.auth_method != "none" {
+        if let Some(secret) = &reg.client_secret {
+            client = client.set_client_secret(ClientSecret::new(secret.clone()));
+        }
+    }
+    if let Some(r) = redirect {
+        client = client.set_redirect_uri(RedirectUrl::from_url(r.clone()));
+    }
+    Ok(client)
+}
+
+type OAuthClient = BasicClient<
+    oauth2::EndpointSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
+
+/// Runs the authorization code flow through `driver` and exchanges the code.
+pub(crate) async fn authorize(
+    http: &reqwest::Client,
+    found: &Discovered,
+    reg: &ClientRegistration,
+    driver: &dyn AuthorizationDriver,
+    scope: Option<&str>,
+) -> Result<StoredTokens, AuthError> {
+    let redirect = driver.redirect_uri();
+    let client = oauth_client(found, reg, Some(&redirect))?;
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let mut request = client
+        .authorize_url(CsrfToken::new_random)
+        .set_pkce_challenge(challenge)
+        .add_extra_param("resource", found.resource.clone());
+    if let Some(scope) = scope {
+        request = request.add_scopes(scope.split_whitespace().map(|s| Scope::new(s.to_string())));
+    }
+    let (url, state) = request.url();
+    let back = driver.authorize(url).await?;
+    let query: std::collections::HashMap<String, String> =
+        back.query_pairs().into_owned().collect();
+    if let Some(error) = query.get("error") {
+        return Err(AuthError::Authorization(format!(
+            "the authorization server answered `{error}`"
+        )));
+    }
+    if query.get("state") != Some(state.secret()) {
+        return Err(AuthError::Authorization(
+            "state does not match; the redirect is not ours".into(),
+        ));
+    }
+    let code = query
+        .get("code")
+        .ok_or_else(|| AuthError::Authorization("the redirect carries no code".into()))?;
+    let answer = client
+        .exchange_code(AuthorizationCode::new(code.clone()))
+        .set_pkce_verifier(verifier)
+        .add_extra_param("resource", found.resource.clone())
+        .request_async(&OAuthHttp(http))
+        .await
+        .map_err(token_error)?;
+    Ok(stored(found, reg, &answer, None, scope))
+}
+
+/// Exchanges a refresh token; the old refresh token is kept if no new one comes back.
+pub(crate) async fn refresh(
+    http: &reqwest::Client,
+    found_resource: &str,
+    tokens: &StoredTokens,
+) -> Result<StoredTokens, AuthError> {
+    let refresh = tokens
+        .refresh_token
+        .as_ref()
+        .ok_or_else(|| AuthError::Token("no refresh token".into()))?;
+    let token_url =
+        Url::parse(&tokens.client.token_endpoint).map_err(|e| AuthError::Token(e.to_string()))?;
+    check_endpoint("token", &token_url)?;
+    let mut client = BasicClient::new(ClientId::new(tokens.client.client_id.clone()))
+        .set_token_uri(TokenUrl::from_url(token_url))
+        .set_auth_type(if tokens.client.auth_method == "client_secret_post" {
+            AuthType::RequestBody
+        } else {
+            AuthType::BasicAuth
+        });
+    if tokens.client.auth_method != "none" {
+        if let Some(secret) = &tokens.client.client_secret {
+            client = client.set_client_secret(ClientSecret::new(secret.clone()));
+        }
+    }
+    let answer = client
+        .exchange_refresh_token(&RefreshToken::new(refresh.clone()))
+        .add_extra_param("resource", found_resource.to_string())
+        .request_async(&OAuthHttp(http))
+        .await
+        .map_err(token_error)?;
+    let mut next = StoredTokens {
+        resource: tokens.resource.clone(),
+        access_token: answer.access_token().secret().clone(),
+        refresh_token: answer
+            .refresh_token()
+            .map(|r| r.secret().clone())
+            .or_else(|| tokens.refresh_token.clone()),
+        expires_at: answer.expires_in().map(|d| now() + d.as_secs()),
+        scope: tokens.scope.clone(),
+        client: tokens.client.clone(),
+    };
+    if let Some(scopes) = answer.scopes() {
+        next.scope = Some(
+            scopes
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    Ok(next)
+}
+
+pub(crate) fn stored(
+    found: &Discovered,
+    reg: &ClientRegistration,
+    answer: &oauth2::basic::BasicTokenResponse,
+    previous_refresh: Option<String>,
+    requested_scope: Option<&str>,
+) -> StoredTokens {
+    StoredTokens {
+        resource: found.resource.clone(),
+        access_token: answer.access_token().secret().clone(),
+        refresh_token: answer
+            .refresh_token()
+            .map(|r| r.secret().clone())
+            .or(previous_refresh),
+        expires_at: answer.expires_in().map(|d| now() + d.as_secs()),
+        scope: answer
+            .scopes()
+            .map(|s| s.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" "))
+            .or_else(|| requested_scope.map(str::to_string)),
+        client: reg.clone(),
+    }
+}
+
+/// A token-endpoint failure, without anything secret in it.
+pub(crate) fn token_error<E: std::error::Error>(
+    e: RequestTokenError<E, oauth2::StandardErrorResponse<oauth2::basic::BasicErrorResponseType>>,
+) -> AuthError {
+    match e {
+        RequestTokenError::ServerResponse(r) => {
+            AuthError::Token(format!("the server answered `{}`", r.error()))
+        }
+        RequestTokenError::Request(e) => AuthError::Token(e.to_string()),
+        RequestTokenError::Parse(_, _) => AuthError::Token("unreadable token response".into()),
+        RequestTokenError::Other(m) => AuthError::Token(m),
+    }
+}

@@ -1,0 +1,411 @@
+//! The `OAuth` facade: one per protected server. The HTTP transport asks it for
+//! a bearer token before each request and tells it about `401`/`403`; the CLI
+//! uses it to log in and out. Storage stays behind it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mcpvisor_protocol::SecretString;
+use reqwest::Url;
+
+use crate::challenge::Challenge;
+use crate::client_credentials::{self, Proof};
+use crate::discovery::{Discovered, discover};
+use crate::driver::AuthorizationDriver;
+use crate::error::AuthError;
+use crate::login::{self, ClientIdentity};
+use crate::storage::TokenStore;
+use crate::tokens::StoredTokens;
+
+/// Step-up authorizations one request may trigger (after the first login);
+/// with the login that makes at most three authorizations for a request.
+pub const MAX_STEP_UPS: u32 = 2;
+
+/// Which grant this client uses.
+#[derive(Clone)]
+pub enum Grant {
+    /// Authorization code with PKCE, through a driver (browser or headless).
+    AuthorizationCode,
+    /// Client credentials with the configured secret (`client_secret_basic`).
+    ClientSecret,
+    /// Client credentials with a signed assertion (`private_key_jwt`).
+    PrivateKeyJwt {
+        /// The PKCS#8 PEM private key.
+        pem: SecretString,
+        /// `ES256` or `RS256`.
+        algorithm: String,
+    },
+}
+
+/// One server's OAuth settings.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    /// The server's name (token files are keyed by it and by the URL).
+    pub server: String,
+    /// The MCP server URL (the protected resource).
+    pub url: String,
+    /// Where token files live: `<home>/oauth/`.
+    pub home: PathBuf,
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret.
+    pub client_secret: Option<SecretString>,
+    /// A client ID metadata document URL, used where the server supports them.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for instead of discovering them.
+    pub scope: Option<String>,
+    /// The grant.
+    pub grant: Grant,
+    /// Logs in without a person when a login is needed (tests, unattended hosts);
+    /// without it a missing or revoked login is `AuthError::LoginRequired`.
+    pub unattended: Option<Arc<dyn AuthorizationDriver>>,
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("server", &self.server)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scope", &self.scope)
+            .field("unattended", &self.unattended.is_some())
+            .finish()
+    }
+}
+
+/// Where a server's login stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthState {
+    /// No token stored.
+    LoggedOut,
+    /// A token is stored; `expires_at` in Unix seconds when known.
+    LoggedIn {
+        /// Expiry of the access token.
+        expires_at: Option<u64>,
+        /// Whether it can be refreshed.
+        refreshable: bool,
+    },
+}
+
+/// OAuth for one protected server.
+pub struct OAuth {
+    config: OAuthConfig,
+    url: Url,
+    store: TokenStore,
+    current: parking_lot::Mutex<Option<StoredTokens>>,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl OAuth {
+    /// OAuth for the server in `config`.
+    pub fn new(config: OAuthConfig) -> Result<OAuth, AuthError> {
+        let mut url =
+            Url::parse(&config.url).map_err(|e| AuthError::Config(format!("server URL: {e}")))?;
+        url.set_fragment(None);
+        Ok(OAuth {
+            store: TokenStore::new(&config.home),
+            url,
+            config,
+            current: parking_lot::Mutex::new(None),
+        })
+    }
+
+    fn resource_key(&self) -> String {
+        crate::discovery::resource_of(&self.url)
+    }
+
+    /// The bearer token to send, refreshed shortly before it expires. `None`
+    /// when there is none yet: the request goes without, and a `401` follows.
+    pub async fn bearer(&self, http: &reqwest::Client) -> Result<Option<SecretString>, AuthError> {
+        if let Some(t) = self.current.lock().as_ref().filter(|t| t.fresh()) {
+            return Ok(Some(SecretString::new(t.access_token.clone())));
+        }
+        let _lock = self
+            .store
+            .lock(&self.config.server, &self.resource_key())
+            .await?;
+        // Another task or process may have refreshed while this one waited.
+        let stored = self.store.load(&self.config.server, &self.resource_key())?;
+        let tokens = match stored {
+            Some(t) if t.fresh() => t,
+            Some(t) if t.refresh_token.is_some() => {
+                match login::refresh(http, &t.resource, &t).await {
+                    Ok(next) => {
+                        self.store.save(&self.config.server, &next)?;
+                        next
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %self.config.server, "token refresh failed: {e}");
+                        self.forget()?;
+                        return self
+                            .unattended_or_login_required(http, &Challenge::default())
+                            .await
+                            .map(Some);
+                    }
+                }
+            }
+            Some(t) => t,
+            None if !matches!(self.config.grant, Grant::AuthorizationCode) => {
+                self.client_credentials(http, &Challenge::default()).await?
+            }
+            None => return Ok(None),
+        };
+        let token = SecretString::new(tokens.access_token.clone());
+        *self.current.lock() = Some(tokens);
+        Ok(Some(token))
+    }
+
+    /// After a `401`: refresh once, or log in (unattended or client credentials),
+    /// or fail with [`AuthError::LoginRequired`]. `Ok` means: retry the request.
+    pub async fn unauthorized(
+        &self,
+        http: &reqwest::Client,
+        used: Option<&SecretString>,
+        challenge: &Challenge,
+    ) -> Result<(), AuthError> {
+        let _lock = self
+            .store
+            .lock(&self.config.server, &self.resource_key())
+            .await?;
+        let stored = self.store.load(&self.config.server, &self.resource_key())?;
+        if let Some(t) = &stored {
+            if used.is_none_or(|u| u.expose() != t.access_token) {
+                // Someone else already replaced the token that was refused.
+                *self.current.lock() = stored.clone();
+                return Ok(());
+            }
+            if t.refresh_token.is_some() {
+                match login::refresh(http, &t.resource, t).await {
+                    Ok(next) => {
+                        self.store.save(&self.config.server, &next)?;
+                        *self.current.lock() = Some(next);
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %self.config.server, "token refresh after 401 failed: {e}")
+                    }
+                }
+            }
+            self.forget()?;
+        }
+        let tokens = self.unattended_tokens(http, challenge).await?;
+        *self.current.lock() = Some(tokens);
+        Ok(())
+    }
+
+    /// After a `403` with `insufficient_scope`: authorizes again with the scope
+    /// the server asks for, joined with what was granted. `Ok` means: retry.
+    /// The caller bounds how often (see [`MAX_STEP_UPS`]).
+    pub async fn insufficient_scope(
+        &self,
+        http: &reqwest::Client,
+        challenge: &Challenge,
+    ) -> Result<(), AuthError> {
+        let _lock = self
+            .store
+            .lock(&self.config.server, &self.resource_key())
+            .await?;
+        let tokens = self.unattended_tokens(http, challenge).await?;
+        *self.current.lock() = Some(tokens);
+        Ok(())
+    }
+
+    async fn unattended_or_login_required(
+        &self,
+        http: &reqwest::Client,
+        challenge: &Challenge,
+    ) -> Result<SecretString, AuthError> {
+        let tokens = self.unattended_tokens(http, challenge).await?;
+        let token = SecretString::new(tokens.access_token.clone());
+        *self.current.lock() = Some(tokens);
+        Ok(token)
+    }
+
+    /// New tokens without a person: client credentials, or the unattended driver.
+    async fn unattended_tokens(
+        &self,
+        http: &reqwest::Client,
+        challenge: &Challenge,
+    ) -> Result<StoredTokens, AuthError> {
+        if !matches!(self.config.grant, Grant::AuthorizationCode) {
+            return self.client_credentials(http, challenge).await;
+        }
+        let Some(driver) = self.config.unattended.clone() else {
+            return Err(AuthError::LoginRequired {
+                server: self.config.server.clone(),
+            });
+        };
+        let tokens = self.authorize(http, driver.as_ref(), challenge).await?;
+        self.store.save(&self.config.server, &tokens)?;
+        Ok(tokens)
+    }
+
+    async fn client_credentials(
+        &self,
+        http: &reqwest::Client,
+        challenge: &Challenge,
+    ) -> Result<StoredTokens, AuthError> {
+        let found = self.discover(http, challenge).await?;
+        let client_id = self
+            .config
+            .client_id
+            .clone()
+            .ok_or_else(|| AuthError::Config("client credentials need a client id".into()))?;
+        let proof = match &self.config.grant {
+            Grant::PrivateKeyJwt { pem, algorithm } => Proof::PrivateKey {
+                pem: pem.expose().to_string(),
+                algorithm: algorithm.clone(),
+            },
+            _ => Proof::Secret(
+                self.config
+                    .client_secret
+                    .as_ref()
+                    .map(|s| s.expose().to_string())
+                    .ok_or_else(|| {
+                        AuthError::Config("client credentials need a client secret".into())
+                    })?,
+            ),
+        };
+        let scope = login::choose_scope(
+            &found,
+            challenge.scope.as_deref(),
+            self.config.scope.as_deref(),
+            None,
+        );
+        let tokens =
+            client_credentials::acquire(http, &found, &client_id, &proof, scope.as_deref()).await?;
+        self.store.save(&self.config.server, &tokens)?;
+        Ok(tokens)
+    }
+
+    async fn discover(
+        &self,
+        http: &reqwest::Client,
+        challenge: &Challenge,
+    ) -> Result<Discovered, AuthError> {
+        let challenge = if challenge.resource_metadata.is_none() && challenge.scope.is_none() {
+            self.probe(http).await.unwrap_or(challenge.clone())
+        } else {
+            challenge.clone()
+        };
+        discover(http, &self.url, &challenge).await
+    }
+
+    /// An unauthenticated request to the server, for its `WWW-Authenticate`.
+    async fn probe(&self, http: &reqwest::Client) -> Option<Challenge> {
+        let body = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
+        let resp = http
+            .post(self.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .body(body)
+            .timeout(crate::http::TIMEOUT)
+            .send()
+            .await
+            .ok()?;
+        let values: Vec<String> = resp
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect();
+        (!values.is_empty()).then(|| Challenge::parse(values.iter().map(String::as_str)))
+    }
+
+    async fn authorize(
+        &self,
+        http: &reqwest::Client,
+        driver: &dyn AuthorizationDriver,
+        challenge: &Challenge,
+    ) -> Result<StoredTokens, AuthError> {
+        let found = self.discover(http, challenge).await?;
+        let identity = ClientIdentity {
+            client_id: self.config.client_id.clone(),
+            client_secret: self
+                .config
+                .client_secret
+                .as_ref()
+                .map(|s| s.expose().to_string()),
+            metadata_url: self.config.client_metadata_url.clone(),
+            client_name: "mcpvisor".into(),
+        };
+        let reg = login::client_for(http, &found, &identity, &driver.redirect_uri()).await?;
+        let granted = self.current.lock().as_ref().and_then(|t| t.scope.clone());
+        let scope = login::choose_scope(
+            &found,
+            challenge.scope.as_deref(),
+            self.config.scope.as_deref(),
+            granted.as_deref(),
+        );
+        login::authorize(http, &found, &reg, driver, scope.as_deref()).await
+    }
+
+    /// Logs in through `driver` (a browser for `mcpvisor login`) and stores the tokens.
+    pub async fn login(
+        &self,
+        http: &reqwest::Client,
+        driver: &dyn AuthorizationDriver,
+    ) -> Result<(), AuthError> {
+        let _lock = self
+            .store
+            .lock(&self.config.server, &self.resource_key())
+            .await?;
+        let tokens = match self.config.grant {
+            Grant::AuthorizationCode => self.authorize(http, driver, &Challenge::default()).await?,
+            _ => {
+                drop(_lock);
+                return self
+                    .client_credentials(http, &Challenge::default())
+                    .await
+                    .map(|_| ());
+            }
+        };
+        self.store.save(&self.config.server, &tokens)?;
+        *self.current.lock() = Some(tokens);
+        Ok(())
+    }
+
+    /// Deletes the stored tokens. Returns whether there were any.
+    pub fn logout(&self) -> Result<bool, AuthError> {
+        *self.current.lock() = None;
+        self.store.remove(&self.config.server, &self.resource_key())
+    }
+
+    fn forget(&self) -> Result<(), AuthError> {
+        *self.current.lock() = None;
+        self.store
+            .remove(&self.config.server, &self.resource_key())
+            .map(|_| ())
+    }
+
+    /// Where the login stands (reads the token file; a corrupt file is an error).
+    pub fn state(&self) -> Result<AuthState, AuthError> {
+        Ok(
+            match self.store.load(&self.config.server, &self.resource_key())? {
+                None => AuthState::LoggedOut,
+                Some(t) => AuthState::LoggedIn {
+                    expires_at: t.expires_at,
+                    refreshable: t.refresh_token.is_some(),
+                },
+            },
+        )
+    }
+
+    /// The token file (for diagnostics and tests).
+    pub fn token_path(&self) -> PathBuf {
+        self.store.path(&self.config.server, &self.resource_key())
+    }
+}
