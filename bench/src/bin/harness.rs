@@ -1,0 +1,92 @@
+//! The benchmark harness: mcpvisor against rmcp and the raw floor.
+//!
+//! `harness [--quick] [--out DIR]` measures every figure and writes
+//! `BENCHMARKS.md` and `benchmarks.json` (default: the workspace's `docs/`).
+//! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
+//! the mcpvisor demo server (`harness demo-server`) and the memory probe
+//! (`harness probe-memory CLIENT N`), so one build has every part it runs.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use mcpvisor_bench::figures::{self, Plan, Setup, memory};
+use mcpvisor_bench::report::Report;
+use mcpvisor_bench::report::machine::{Machine, Versions};
+use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
+
+/// Measures mcpvisor against rmcp and the raw floor and writes the report.
+#[derive(Parser)]
+#[command(name = "harness")]
+struct Args {
+    /// A short run (1 round, 1,000 calls, 1 s windows) to check that everything works.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write BENCHMARKS.md and benchmarks.json.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Rounds (overrides the plan's).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Sequential calls per round (overrides the plan's).
+    #[arg(long)]
+    calls: Option<usize>,
+    /// Where the pinned peers are installed (default: the workspace's tests/peers).
+    #[arg(long)]
+    peers: Option<PathBuf>,
+    /// Measure only servers whose key contains this (rmcp-echo, demo, everything-stdio,
+    /// everything-http, python-http-json); the report then holds only those.
+    #[arg(long)]
+    only: Option<String>,
+}
+
+fn main() -> anyhow::Result<()> {
+    mcpvisor::demo::serve_if_requested();
+    let argv: Vec<String> = std::env::args().collect();
+    match argv.get(1).map(String::as_str) {
+        Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),
+        Some(memory::PROBE_ARG) => return probe(&argv[2..]),
+        _ => {}
+    }
+    let args = Args::parse();
+    let mut plan = if args.quick {
+        Plan::quick()
+    } else {
+        Plan::full()
+    };
+    plan.rounds = args.rounds.unwrap_or(plan.rounds);
+    plan.calls = args.calls.unwrap_or(plan.calls);
+    let peers = args.peers.map_or_else(Peers::in_workspace, Peers::new);
+    let setup = Setup {
+        exe: std::env::current_exe()?,
+        peers: peers.clone(),
+        only: args.only,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let measurements = runtime.block_on(figures::run(&plan, &setup));
+    let report = Report::new(
+        &measurements,
+        &plan,
+        Machine::detect(),
+        Versions::detect(&peers),
+    );
+    let out = args
+        .out
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs"));
+    report.write(&out)?;
+    eprintln!("wrote {}", out.join("BENCHMARKS.md").display());
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// `probe-memory CLIENT N`: prints one JSON line of resident memory.
+fn probe(args: &[String]) -> anyhow::Result<()> {
+    let [client, n] = args else {
+        anyhow::bail!("usage: harness probe-memory CLIENT N");
+    };
+    let n: usize = n.parse()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let result = runtime.block_on(memory::probe(client, n))?;
+    println!("{}", serde_json::to_string(&result)?);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}

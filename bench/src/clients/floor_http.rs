@@ -1,0 +1,113 @@
+//! The HTTP floor: a kept-alive reqwest client posting a fixed `tools/call`.
+//!
+//! It initializes a session by hand, then every call is one POST of a
+//! preformatted body whose answer is read whole and checked for a `result` —
+//! no MCP client, no JSON parsing, connections reused.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, bail, ensure};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+
+use crate::servers::{Endpoint, ServerTarget};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const PROTOCOL_VERSION: &str = "2025-03-26";
+
+/// A hand-initialized Streamable HTTP session on one kept-alive client.
+pub struct HttpFloor {
+    client: reqwest::Client,
+    url: String,
+    session: Option<HeaderValue>,
+    next_id: AtomicU64,
+    /// The `tools/call` body up to its id, and after it.
+    body: (String, String),
+}
+
+impl HttpFloor {
+    /// Initializes a session with `server` and lists its tools.
+    pub async fn open(server: &ServerTarget) -> anyhow::Result<HttpFloor> {
+        let Endpoint::Http { url } = &server.endpoint else {
+            bail!("the HTTP floor needs an HTTP server");
+        };
+        let arguments = serde_json::Value::Object(server.arguments());
+        let mut floor = HttpFloor {
+            client: reqwest::Client::builder().build()?,
+            url: url.clone(),
+            session: None,
+            next_id: AtomicU64::new(2),
+            body: (
+                "{\"jsonrpc\":\"2.0\",\"id\":".to_string(),
+                format!(
+                    ",\"method\":\"tools/call\",\"params\":{{\"name\":\"{}\",\"arguments\":{arguments}}}}}",
+                    server.tool
+                ),
+            ),
+        };
+        let initialize = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"floor\",\"version\":\"0\"}}}}}}"
+        );
+        let answer = floor.post(initialize).await?;
+        floor.session = answer.headers().get(SESSION_HEADER).cloned();
+        ensure_result(&answer.bytes().await?)?;
+        floor
+            .post("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".into())
+            .await?;
+        let tools = floor
+            .post("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}".into())
+            .await?
+            .bytes()
+            .await?;
+        ensure_result(&tools)?;
+        Ok(floor)
+    }
+
+    async fn post(&self, body: String) -> anyhow::Result<reqwest::Response> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(VERSION_HEADER, PROTOCOL_VERSION)
+            .body(body);
+        if let Some(session) = &self.session {
+            request = request.header(SESSION_HEADER, session.clone());
+        }
+        let answer = request.send().await?;
+        ensure!(
+            answer.status().is_success(),
+            "POST answered {}",
+            answer.status()
+        );
+        Ok(answer)
+    }
+
+    /// One echo call.
+    pub async fn call(&self) -> anyhow::Result<()> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = format!("{}{id}{}", self.body.0, self.body.1);
+        let answer = self.post(body).await?.bytes().await?;
+        ensure_result(&answer)
+    }
+
+    /// Deletes the session.
+    pub async fn close(self) {
+        if let Some(session) = &self.session {
+            let _ = self
+                .client
+                .delete(&self.url)
+                .header(SESSION_HEADER, session.clone())
+                .send()
+                .await;
+        }
+    }
+}
+
+fn ensure_result(body: &[u8]) -> anyhow::Result<()> {
+    const RESULT: &[u8] = b"\"result\"";
+    body.windows(RESULT.len())
+        .any(|w| w == RESULT)
+        .then_some(())
+        .with_context(|| format!("no result in {}", String::from_utf8_lossy(body)))
+}

@@ -1,0 +1,183 @@
+//! The issue's targets, checked against the figures of the same run.
+
+use serde::Serialize;
+
+use super::{Row, find};
+use crate::figures::Figure;
+
+/// Whether a figure must stay under or reach its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// measured ≤ limit.
+    AtMost,
+    /// measured ≥ limit.
+    AtLeast,
+}
+
+/// One target and how the run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetCheck {
+    /// The target as the issue states it.
+    pub target: &'static str,
+    /// What is compared: a ratio (×) or an absolute value with its unit.
+    pub quantity: &'static str,
+    /// The measured value; `None` if it could not be measured.
+    pub measured: Option<f64>,
+    /// The bound.
+    pub bound: Bound,
+    /// The limit.
+    pub limit: f64,
+    /// Whether it is met; `None` if not measured.
+    pub met: Option<bool>,
+    /// By how much it is missed, as a fraction of the limit (0.2 = 20 % past it).
+    pub missed_by: Option<f64>,
+}
+
+struct Spec {
+    target: &'static str,
+    quantity: &'static str,
+    figure: Figure,
+    server: &'static str,
+    value: fn(&Row) -> Option<f64>,
+    bound: Bound,
+    limit: f64,
+}
+
+fn per_rmcp(r: &Row) -> Option<f64> {
+    r.mcpvisor_per_rmcp
+}
+
+fn per_floor(r: &Row) -> Option<f64> {
+    r.mcpvisor_per_floor
+}
+
+fn per_tokio_floor(r: &Row) -> Option<f64> {
+    r.mcpvisor_per_tokio_floor
+}
+
+fn mcpvisor(r: &Row) -> Option<f64> {
+    r.mcpvisor.as_ref().map(|c| c.median)
+}
+
+const SPECS: [Spec; 10] = [
+    Spec {
+        target: "stdio, rmcp echo server: mcpvisor p50 ≤ rmcp p50",
+        quantity: "p50 mcpvisor/rmcp (×)",
+        figure: Figure::P50,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 1.0,
+    },
+    Spec {
+        target: "stdio, rmcp echo server: mcpvisor p50 ≤ 1.25 × the raw floor (blocking pipe)",
+        quantity: "p50 mcpvisor/floor (×)",
+        figure: Figure::P50,
+        server: "rmcp-echo",
+        value: per_floor,
+        bound: Bound::AtMost,
+        limit: 1.25,
+    },
+    Spec {
+        target: "stdio, rmcp echo server: mcpvisor p50 ≤ 1.25 × the raw floor (Tokio pipe)",
+        quantity: "p50 mcpvisor/tokio floor (×)",
+        figure: Figure::P50,
+        server: "rmcp-echo",
+        value: per_tokio_floor,
+        bound: Bound::AtMost,
+        limit: 1.25,
+    },
+    Spec {
+        target: "stdio, rmcp echo server: 64-in-flight throughput ≥ 1.3 × rmcp",
+        quantity: "throughput mcpvisor/rmcp (×)",
+        figure: Figure::Throughput,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtLeast,
+        limit: 1.3,
+    },
+    Spec {
+        target: "HTTP, server-everything: throughput ≥ 1.5 × rmcp with its default client",
+        quantity: "throughput mcpvisor/rmcp (×)",
+        figure: Figure::Throughput,
+        server: "everything-http",
+        value: per_rmcp,
+        bound: Bound::AtLeast,
+        limit: 1.5,
+    },
+    Spec {
+        target: "HTTP, Python JSON: throughput ≥ 1.5 × rmcp with its default client",
+        quantity: "throughput mcpvisor/rmcp (×)",
+        figure: Figure::Throughput,
+        server: "python-http-json",
+        value: per_rmcp,
+        bound: Bound::AtLeast,
+        limit: 1.5,
+    },
+    Spec {
+        target: "HTTP, server-everything: p50 within 1.1 × a kept-alive connection's floor",
+        quantity: "p50 mcpvisor/floor (×)",
+        figure: Figure::P50,
+        server: "everything-http",
+        value: per_floor,
+        bound: Bound::AtMost,
+        limit: 1.1,
+    },
+    Spec {
+        target: "HTTP, Python JSON: p50 within 1.1 × a kept-alive connection's floor",
+        quantity: "p50 mcpvisor/floor (×)",
+        figure: Figure::P50,
+        server: "python-http-json",
+        value: per_floor,
+        bound: Bound::AtMost,
+        limit: 1.1,
+    },
+    Spec {
+        target: "100 rmcp echo servers to all-ready ≤ 1.2 × rmcp spawning and initializing them in parallel",
+        quantity: "all-ready mcpvisor/rmcp (×)",
+        figure: Figure::FleetReady,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 1.2,
+    },
+    Spec {
+        target: "≤ 64 KiB host memory per idle connection",
+        quantity: "mcpvisor KiB per connection",
+        figure: Figure::MemoryPerConnection,
+        server: "rmcp-echo",
+        value: mcpvisor,
+        bound: Bound::AtMost,
+        limit: 64.0,
+    },
+];
+
+/// Checks every target against `rows`.
+pub fn check(rows: &[Row]) -> Vec<TargetCheck> {
+    SPECS
+        .iter()
+        .map(|spec| {
+            let measured = find(rows, spec.figure, spec.server).and_then(spec.value);
+            let met = measured.map(|v| match spec.bound {
+                Bound::AtMost => v <= spec.limit,
+                Bound::AtLeast => v >= spec.limit,
+            });
+            let missed_by = measured
+                .filter(|_| met == Some(false))
+                .map(|v| match spec.bound {
+                    Bound::AtMost => v / spec.limit - 1.0,
+                    Bound::AtLeast => 1.0 - v / spec.limit,
+                });
+            TargetCheck {
+                target: spec.target,
+                quantity: spec.quantity,
+                measured,
+                bound: spec.bound,
+                limit: spec.limit,
+                met,
+                missed_by,
+            }
+        })
+        .collect()
+}

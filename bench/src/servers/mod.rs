@@ -1,0 +1,175 @@
+//! The servers benchmarked, and how a client reaches each.
+//!
+//! Two of them are this very binary started again with a serve argument
+//! ([`RMCP_ECHO_ARG`], [`mcpvisor::demo::DEMO_SERVER_ARG`]), so one
+//! `cargo run` of the harness has everything it needs; the third-party peers
+//! come from `tests/peers` (`bash scripts/peers.sh`).
+
+pub mod http;
+pub mod rmcp_echo;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The argument that makes the harness binary serve [`rmcp_echo`] on stdio.
+pub const RMCP_ECHO_ARG: &str = "rmcp-echo-server";
+
+/// The text every benchmarked call echoes.
+pub const PAYLOAD: &str = "the quick brown fox jumps over the lazy dog";
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// A Streamable HTTP endpoint already listening.
+    Http {
+        /// The MCP endpoint URL.
+        url: String,
+    },
+}
+
+/// One benchmarked server and its echo tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTarget {
+    /// Short stable key, used in the JSON output.
+    pub key: &'static str,
+    /// What the report calls it.
+    pub label: &'static str,
+    /// How to reach it.
+    pub endpoint: Endpoint,
+    /// The name of its echo tool.
+    pub tool: &'static str,
+    /// The echo tool's one string argument (`text` or `message`).
+    pub argument: &'static str,
+}
+
+impl ServerTarget {
+    /// The arguments of every benchmarked call.
+    pub fn arguments(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert(self.argument.to_string(), Value::from(PAYLOAD));
+        map
+    }
+
+    /// True for a Streamable HTTP server.
+    pub fn is_http(&self) -> bool {
+        matches!(self.endpoint, Endpoint::Http { .. })
+    }
+
+    /// The rmcp echo server: this binary with [`RMCP_ECHO_ARG`].
+    pub fn rmcp_echo(exe: &Path) -> ServerTarget {
+        ServerTarget {
+            key: "rmcp-echo",
+            label: "rmcp echo server (stdio)",
+            endpoint: stdio(exe, &[RMCP_ECHO_ARG]),
+            tool: "echo",
+            argument: "text",
+        }
+    }
+
+    /// The mcpvisor demo server: this binary with `demo-server`, the code of `mcpvisor demo-server`.
+    pub fn demo(exe: &Path) -> ServerTarget {
+        ServerTarget {
+            key: "demo",
+            label: "mcpvisor demo server (stdio)",
+            endpoint: stdio(exe, &[mcpvisor::demo::DEMO_SERVER_ARG]),
+            tool: "echo",
+            argument: "text",
+        }
+    }
+
+    /// server-everything over stdio.
+    pub fn everything_stdio(peers: &Peers) -> ServerTarget {
+        let script = peers.everything_script();
+        ServerTarget {
+            key: "everything-stdio",
+            label: "server-everything (stdio)",
+            endpoint: Endpoint::Stdio {
+                command: "node".into(),
+                args: vec![script.to_string_lossy().into_owned(), "stdio".into()],
+            },
+            tool: "echo",
+            argument: "message",
+        }
+    }
+
+    /// server-everything over Streamable HTTP at `url`.
+    pub fn everything_http(url: String) -> ServerTarget {
+        ServerTarget {
+            key: "everything-http",
+            label: "server-everything (Streamable HTTP, SSE answers)",
+            endpoint: Endpoint::Http { url },
+            tool: "echo",
+            argument: "message",
+        }
+    }
+
+    /// The Python SDK server over Streamable HTTP answering JSON, at `url`.
+    pub fn python_http(url: String) -> ServerTarget {
+        ServerTarget {
+            key: "python-http-json",
+            label: "Python SDK (Streamable HTTP, JSON answers)",
+            endpoint: Endpoint::Http { url },
+            tool: "echo",
+            argument: "message",
+        }
+    }
+}
+
+fn stdio(exe: &Path, args: &[&str]) -> Endpoint {
+    Endpoint::Stdio {
+        command: exe.to_string_lossy().into_owned(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+/// The pinned third-party peers installed by `scripts/peers.sh`.
+#[derive(Debug, Clone)]
+pub struct Peers {
+    root: PathBuf,
+}
+
+impl Peers {
+    /// Peers installed under `root` (normally `tests/peers`).
+    pub fn new(root: PathBuf) -> Self {
+        Peers { root }
+    }
+
+    /// The workspace's `tests/peers`.
+    pub fn in_workspace() -> Self {
+        Peers::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers"))
+    }
+
+    /// server-everything's entry script.
+    pub fn everything_script(&self) -> PathBuf {
+        self.root
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    }
+
+    /// The virtualenv's Python, with the `mcp` SDK installed.
+    pub fn python(&self) -> PathBuf {
+        self.root.join("venv/bin/python")
+    }
+
+    /// The Python interop server script.
+    pub fn python_server(&self) -> PathBuf {
+        self.root.join("python_server.py")
+    }
+
+    /// True when server-everything is installed.
+    pub fn has_everything(&self) -> bool {
+        self.everything_script().is_file()
+    }
+
+    /// True when the Python SDK server can run.
+    pub fn has_python(&self) -> bool {
+        self.python().is_file() && self.python_server().is_file()
+    }
+}
