@@ -1,0 +1,381 @@
+//! One chaos cycle: load on, one fault in, wait for the victim to come back,
+//! load off, check the invariants.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use futures::{Stream, StreamExt};
+use mcpvisor::transports::TransportError;
+use mcpvisor::{CallError, CallOptions, HostEvent, ServerState, ServerStatus};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+
+use super::load::{CallRecord, Load, error_kind};
+use super::plan::FaultKind;
+use super::{Harness, HttpSlot, http_script};
+use crate::http_server::HttpMcpServer;
+
+type Events = Pin<Box<dyn Stream<Item = HostEvent> + Send>>;
+
+/// What the fault's own probe call must end with.
+enum Expect {
+    Nothing,
+    Ok,
+    Timeout,
+    FrameTooLarge,
+    Exited,
+}
+
+impl Harness {
+    pub(super) async fn cycle(&mut self, index: usize) {
+        let (kind, pick) = self.plan.next();
+        let victim = if kind.is_http() {
+            self.cfg.stdio_servers + pick % self.cfg.http_servers
+        } else {
+            pick % self.cfg.stdio_servers
+        };
+        let name = self.names[victim].clone();
+        *self.report.faults.entry(kind.name()).or_default() += 1;
+        let mut events: Events = Box::pin(self.host.events());
+        let before = self.status(&name);
+        let load = Load::start(
+            &self.host,
+            &self.names,
+            self.cfg.callers_per_server,
+            self.cfg.call_timeout,
+            self.cfg.call_pause,
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        let mut probes = Vec::new();
+        if let Err(what) = self.inject(kind, victim, &before, &mut probes).await {
+            self.report
+                .violation(index, format!("{} on {name}: {what}", kind.name()));
+        }
+        if let Err(what) = self.recover(kind, victim, &before, &mut events).await {
+            self.report
+                .violation(index, format!("{} on {name}: {what}", kind.name()));
+        }
+        // The victim serves the load again before the load stops.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let records = load.stop().await;
+        self.check_calls(index, victim, records.iter().chain(&probes));
+        self.count_events(&mut events);
+        if let Some(pid) = before.pid {
+            // A stopped process that survived would hang forever: wake it (the
+            // group check below still counts it).
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+        }
+        self.track_groups();
+        let in_use = self.pids_in_use();
+        self.check_groups(index, &in_use).await;
+        self.check_resources(index);
+        if self.cfg.verbose {
+            let after = self.status(&name);
+            eprintln!(
+                "chaos: cycle {index}: {} on {name}: {} calls, state {:?}, pid {:?} -> {:?}, rss {} KiB",
+                kind.name(),
+                records.len() + probes.len(),
+                after.state,
+                before.pid,
+                after.pid,
+                super::proc::rss_kib()
+            );
+        }
+    }
+
+    fn status(&self, name: &str) -> ServerStatus {
+        self.host
+            .servers()
+            .into_iter()
+            .find(|s| &*s.name == name)
+            .expect("every configured server has a status")
+    }
+
+    /// Injects `kind` into `victim`; probe calls go to `probes`.
+    async fn inject(
+        &mut self,
+        kind: FaultKind,
+        victim: usize,
+        before: &ServerStatus,
+        probes: &mut Vec<CallRecord>,
+    ) -> Result<(), String> {
+        let pid = || before.pid.ok_or("no pid for a stdio server".to_string());
+        let (tool, args, timeout, expect) = match kind {
+            FaultKind::Kill => {
+                signal(pid()?, Signal::SIGKILL)?;
+                return Ok(());
+            }
+            FaultKind::Stop => {
+                signal(pid()?, Signal::SIGSTOP)?;
+                (
+                    "echo",
+                    json!({"text": "stopped"}),
+                    self.cfg.fault_timeout,
+                    Expect::Timeout,
+                )
+            }
+            FaultKind::Garbage => ("garbage", json!({}), self.cfg.call_timeout, Expect::Ok),
+            FaultKind::OversizeLine => (
+                "flood",
+                json!({"bytes": 1_048_577}),
+                self.cfg.call_timeout,
+                Expect::FrameTooLarge,
+            ),
+            FaultKind::EofMidAnswer => (
+                "cut_answer",
+                json!({}),
+                self.cfg.call_timeout,
+                Expect::Exited,
+            ),
+            FaultKind::ExitDuringInitialize | FaultKind::NeverAnswersInitialize => {
+                let what = if kind == FaultKind::ExitDuringInitialize {
+                    "exit"
+                } else {
+                    "hang"
+                };
+                std::fs::write(&self.fault_files[victim], what).map_err(|e| e.to_string())?;
+                signal(pid()?, Signal::SIGKILL)?;
+                return Ok(());
+            }
+            FaultKind::HttpStall => ("hang", json!({}), self.cfg.fault_timeout, Expect::Timeout),
+            FaultKind::HttpReset => {
+                let slot = victim - self.cfg.stdio_servers;
+                self.http[slot].server.stop();
+                // Calls meanwhile meet a closed port.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                self.restart_http(slot).await?;
+                (
+                    "echo",
+                    json!({"text": "x"}),
+                    self.cfg.call_timeout,
+                    Expect::Nothing,
+                )
+            }
+            FaultKind::HttpRestartSamePort => {
+                let slot = victim - self.cfg.stdio_servers;
+                self.http[slot].server.stop();
+                self.restart_http(slot).await?;
+                (
+                    "echo",
+                    json!({"text": "x"}),
+                    self.cfg.call_timeout,
+                    Expect::Nothing,
+                )
+            }
+        };
+        let route = format!("mcp__{}__{tool}", self.names[victim]);
+        let started = Instant::now();
+        let outcome = self
+            .host
+            .call(
+                &route,
+                args.clone(),
+                CallOptions::default().timeout(timeout),
+            )
+            .await;
+        probes.push(CallRecord {
+            server: victim,
+            error: outcome.as_ref().err().map(error_kind),
+            elapsed: started.elapsed(),
+            timeout,
+        });
+        let matched = matches!(
+            (&expect, &outcome),
+            (Expect::Nothing, _)
+                | (Expect::Ok, Ok(_))
+                | (Expect::Timeout, Err(CallError::Timeout { .. }))
+                | (
+                    Expect::FrameTooLarge,
+                    Err(CallError::Transport {
+                        source: TransportError::FrameTooLarge { .. },
+                        ..
+                    })
+                )
+                | (
+                    Expect::Exited,
+                    Err(CallError::Transport {
+                        source: TransportError::Exited { .. },
+                        ..
+                    })
+                )
+        );
+        if matched {
+            Ok(())
+        } else {
+            Err(format!(
+                "{tool} {args} ended with {:?}",
+                outcome.map(|r| r.text())
+            ))
+        }
+    }
+
+    /// Brings the HTTP fixture in `slot` back on its port, with no sessions.
+    async fn restart_http(&mut self, slot: usize) -> Result<(), String> {
+        let port = self.http[slot].port;
+        // The old listener closes once its aborted task is dropped.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err(format!("port {port} did not free up"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let server = HttpMcpServer::start_on(port, http_script()).await;
+        self.http[slot] = HttpSlot { server, port };
+        Ok(())
+    }
+
+    /// Waits until the victim is back and answers; through `Host::restart`
+    /// when it reached `Failed`.
+    async fn recover(
+        &mut self,
+        kind: FaultKind,
+        victim: usize,
+        before: &ServerStatus,
+        events: &mut Events,
+    ) -> Result<(), String> {
+        let name = self.names[victim].clone();
+        let deadline = Instant::now() + self.cfg.recovery_timeout;
+        match kind {
+            FaultKind::ExitDuringInitialize => {
+                // Each restart exits again: the supervisor must give up.
+                while !matches!(self.status(&name).state, ServerState::Failed { .. }) {
+                    if Instant::now() > deadline {
+                        let _ = std::fs::remove_file(&self.fault_files[victim]);
+                        return Err(format!("never Failed: {:?}", self.status(&name).state));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                std::fs::remove_file(&self.fault_files[victim]).map_err(|e| e.to_string())?;
+                self.restart_on_request(&name).await?;
+            }
+            FaultKind::NeverAnswersInitialize => {
+                let timed_out = wait_event(events, deadline, |e| {
+                    matches!(e, HostEvent::ServerRestarting { server, reason, .. }
+                        if **server == *name && reason.contains("startup"))
+                })
+                .await;
+                // `wait_event` took this restart off the stream: count it here.
+                self.report.restarts += u64::from(timed_out);
+                std::fs::remove_file(&self.fault_files[victim]).map_err(|e| e.to_string())?;
+                if !timed_out {
+                    return Err("no restart after the startup timeout".into());
+                }
+            }
+            _ => {}
+        }
+        let replaced = !matches!(kind, FaultKind::Garbage) && !kind.is_http();
+        loop {
+            let now = self.status(&name);
+            let new_process = !replaced || (now.pid.is_some() && now.pid != before.pid);
+            if now.state == ServerState::Ready && new_process {
+                break;
+            }
+            if matches!(now.state, ServerState::Failed { .. }) {
+                // Earlier faults used up the restart budget: ask, as a host would.
+                self.restart_on_request(&name).await?;
+                continue;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not back: {:?}, pid {:?}", now.state, now.pid));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if kind == FaultKind::Garbage && self.status(&name).restarts != before.restarts {
+            return Err("garbage on stdout restarted the connection".into());
+        }
+        // Back means answering: an HTTP server may need a new session first.
+        loop {
+            let route = format!("mcp__{name}__echo");
+            let timeout = CallOptions::default().timeout(self.cfg.call_timeout);
+            match self
+                .host
+                .call(&route, json!({"text": "back"}), timeout)
+                .await
+            {
+                Ok(r) if r.text() == "back" => return Ok(()),
+                Ok(r) => return Err(format!("wrong answer after recovery: {}", r.text())),
+                Err(e) if Instant::now() > deadline => {
+                    return Err(format!("not answering after recovery: {e}"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    async fn restart_on_request(&mut self, name: &str) -> Result<(), String> {
+        match self.host.restart(name).await {
+            Ok(n) if n >= 1 => {
+                self.report.restarted_on_request += 1;
+                Ok(())
+            }
+            Ok(_) => Ok(()), // Already on its way back.
+            Err(e) => Err(format!("Host::restart failed: {e}")),
+        }
+    }
+
+    fn check_calls<'a>(
+        &mut self,
+        index: usize,
+        victim: usize,
+        records: impl Iterator<Item = &'a CallRecord>,
+    ) {
+        for r in records {
+            if r.elapsed > r.timeout + self.cfg.timeout_slack {
+                let what = format!(
+                    "call on {} hung: {:?} > {:?}",
+                    r.server, r.elapsed, r.timeout
+                );
+                self.report.violation(index, what);
+            }
+            match (&r.error, r.server == victim) {
+                (None, true) => self.report.faulted_ok += 1,
+                (None, false) => self.report.healthy_ok += 1,
+                (Some(e), _) if e.starts_with("wrong answer") || e.starts_with("caller") => {
+                    self.report
+                        .violation(index, format!("server {}: {e}", r.server));
+                }
+                (Some(e), true) => *self.report.faulted_failed.entry(e.clone()).or_default() += 1,
+                (Some(e), false) => {
+                    self.report.healthy_failed += 1;
+                    let what =
+                        format!("healthy server {} failed a call: {e}", self.names[r.server]);
+                    self.report.violation(index, what);
+                }
+            }
+        }
+    }
+
+    /// Counts restarts and session renewals seen during the cycle.
+    fn count_events(&mut self, events: &mut Events) {
+        while let Some(Some(event)) = futures::FutureExt::now_or_never(events.next()) {
+            match event {
+                HostEvent::ServerRestarting { .. } => self.report.restarts += 1,
+                HostEvent::SessionRenewed { .. } => self.report.sessions_renewed += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+fn signal(pid: u32, sig: Signal) -> Result<(), String> {
+    kill(Pid::from_raw(pid as i32), sig).map_err(|e| format!("{sig} to {pid}: {e}"))
+}
+
+/// Waits for an event matching `pred` until `deadline`; false when none came.
+async fn wait_event(
+    events: &mut Events,
+    deadline: Instant,
+    mut pred: impl FnMut(&HostEvent) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    loop {
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(e)) if pred(&e) => return true,
+            Ok(Some(_)) => continue,
+            _ => return false,
+        }
+    }
+}
