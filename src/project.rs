@@ -3,10 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpvisor_actors::ServerSpec;
+use std::sync::Arc;
+
+use mcpvisor_actors::{ServerSpec, TransportSpec};
+use mcpvisor_auth::OAuth;
 
 use crate::approval::{ApprovalError, ApprovalStore};
-use crate::config::{ConfigError, EntryProblem, McpConfig, TransportKind};
+use crate::config::{ConfigError, EntryProblem, McpConfig, ServerEntry, TransportKind};
 
 /// Why a project could not be opened or changed.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +21,9 @@ pub enum ProjectError {
     /// Approvals could not be read or written.
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// The entry is not an HTTP server (only those log in).
+    #[error("server `{0}` is not an HTTP server; only HTTP servers use OAuth")]
+    NotHttp(String),
     /// No entry has that name.
     #[error("no server named `{0}` in the configuration")]
     UnknownServer(String),
@@ -66,6 +72,7 @@ pub struct Project {
     pub config: McpConfig,
     key: String,
     store: ApprovalStore,
+    home: PathBuf,
 }
 
 impl Project {
@@ -77,6 +84,7 @@ impl Project {
             config,
             key,
             store: ApprovalStore::new(home),
+            home: home.to_path_buf(),
         })
     }
 
@@ -120,12 +128,65 @@ impl Project {
             if entry.disabled || !self.store.is_approved(&self.key, &entry.name)? {
                 continue;
             }
-            match entry.resolve(lookup, &base) {
+            match entry
+                .resolve(lookup, &base)
+                .and_then(|spec| self.with_oauth(entry, spec, lookup))
+            {
                 Ok(spec) => specs.push(spec),
                 Err(p) => problems.extend(p),
             }
         }
         Ok((specs, problems))
+    }
+
+    /// Gives an HTTP spec its OAuth facade (shared by every connection to it).
+    fn with_oauth(
+        &self,
+        entry: &ServerEntry,
+        mut spec: ServerSpec,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ServerSpec, Vec<EntryProblem>> {
+        if let TransportSpec::Http(http) = &mut spec.transport {
+            http.oauth = self.oauth_of(entry, lookup)?.map(Arc::new);
+        }
+        Ok(spec)
+    }
+
+    fn oauth_of(
+        &self,
+        entry: &ServerEntry,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<OAuth>, Vec<EntryProblem>> {
+        let Some(config) = entry.oauth_config(lookup, &self.config.base_dir(), &self.home)? else {
+            return Ok(None);
+        };
+        OAuth::new(config).map(Some).map_err(|e| {
+            vec![EntryProblem::OAuth {
+                server: entry.name.clone(),
+                reason: e.to_string(),
+            }]
+        })
+    }
+
+    /// The OAuth facade of HTTP entry `name` (for `login`, `logout` and status).
+    pub fn oauth(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OAuth, ProjectError> {
+        let entry = self
+            .config
+            .servers
+            .get(name)
+            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        match self.oauth_of(entry, lookup) {
+            Ok(Some(oauth)) => Ok(oauth),
+            Ok(None) => Err(ProjectError::NotHttp(name.to_string())),
+            Err(problems) => Err(ProjectError::Invalid {
+                server: name.to_string(),
+                problems,
+            }),
+        }
     }
 
     /// Approves `name` after checking that it resolves; saves nothing otherwise.

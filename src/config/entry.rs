@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcpvisor_actors::ServerSpec;
+use mcpvisor_auth::{Grant, OAuthConfig};
 use mcpvisor_protocol::names::validate_server_name;
 use mcpvisor_transports::{
     HttpHeaders, HttpSpec, SecretString, StdioSpec, endpoint_url, redact_url,
@@ -58,6 +59,8 @@ pub struct ServerEntry {
     pub url: Option<String>,
     /// HTTP: headers (unexpanded values).
     pub headers: BTreeMap<String, SecretString>,
+    /// HTTP: OAuth settings (every HTTP server can log in; this block configures how).
+    pub oauth: Option<OAuthEntry>,
     /// Request timeout override.
     pub timeout: Option<Duration>,
     /// Startup timeout override.
@@ -83,6 +86,7 @@ impl fmt::Debug for ServerEntry {
             .field("cwd", &self.cwd)
             .field("url", &self.url.as_deref().map(redact_url))
             .field("headers", &headers)
+            .field("oauth", &self.oauth)
             .field("timeout", &self.timeout)
             .field("startup_timeout", &self.startup_timeout)
             .field("disabled", &self.disabled)
@@ -114,6 +118,16 @@ impl ServerEntry {
             cwd: raw.cwd,
             url: raw.url,
             headers: secrets(raw.headers),
+            oauth: raw.oauth.map(|o| OAuthEntry {
+                client_id: o.client_id,
+                client_secret: o.client_secret.map(SecretString::new),
+                scope: o.scope,
+                callback_port: o.callback_port,
+                client_metadata_url: o.client_metadata_url,
+                grant: o.grant,
+                private_key_file: o.private_key_file,
+                signing_algorithm: o.signing_algorithm,
+            }),
             timeout: raw.timeout.map(Duration::from_millis),
             startup_timeout: raw.startup_timeout.map(Duration::from_millis),
             disabled: raw.disabled.unwrap_or(false),
@@ -310,4 +324,105 @@ enum Transport {
         url: Option<Option<String>>,
         headers: Vec<(String, Option<String>)>,
     },
+}
+
+/// The `oauth` block of an HTTP entry, as written (the secret is a secret).
+#[derive(Clone, PartialEq, Default)]
+pub struct OAuthEntry {
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret (may reference `${VAR}`).
+    pub client_secret: Option<SecretString>,
+    /// Scopes to request instead of discovering them.
+    pub scope: Option<String>,
+    /// The loopback port for `mcpvisor login` (random when absent).
+    pub callback_port: Option<u16>,
+    /// A client ID metadata document URL.
+    pub client_metadata_url: Option<String>,
+    /// `client_credentials` for unattended agents; the authorization code flow otherwise.
+    pub grant: Option<String>,
+    /// A PEM private key file for `private_key_jwt` (relative to the file's directory).
+    pub private_key_file: Option<String>,
+    /// `ES256` or `RS256`.
+    pub signing_algorithm: Option<String>,
+}
+
+impl fmt::Debug for OAuthEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthEntry")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("scope", &self.scope)
+            .field("callback_port", &self.callback_port)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("grant", &self.grant)
+            .field("private_key_file", &self.private_key_file)
+            .finish()
+    }
+}
+
+impl ServerEntry {
+    /// OAuth for this HTTP entry (every HTTP server may need a login; the `oauth`
+    /// block only says how). `None` for stdio entries.
+    pub fn oauth_config(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        base_dir: &Path,
+        home: &Path,
+    ) -> Result<Option<OAuthConfig>, Vec<EntryProblem>> {
+        if self.kind != TransportKind::Http {
+            return Ok(None);
+        }
+        let problem = |reason: String| EntryProblem::OAuth {
+            server: self.name.clone(),
+            reason,
+        };
+        let url = match self.url.as_deref().map(|u| expand(u, lookup)) {
+            Some(Ok(u)) => u,
+            _ => return Err(vec![problem("`url` does not resolve".into())]),
+        };
+        let o = self.oauth.clone().unwrap_or_default();
+        let secret = match &o.client_secret {
+            Some(s) => Some(expand(s.expose(), lookup).map_err(|e| {
+                vec![EntryProblem::Expansion {
+                    server: self.name.clone(),
+                    field: "oauth.clientSecret".into(),
+                    error: e,
+                }]
+            })?),
+            None => None,
+        };
+        let grant = match (o.grant.as_deref(), &o.private_key_file) {
+            (None | Some("authorization_code"), None) => Grant::AuthorizationCode,
+            (Some("client_credentials"), None) => Grant::ClientSecret,
+            (None | Some("client_credentials"), Some(file)) => {
+                let pem = std::fs::read_to_string(base_dir.join(file)).map_err(|e| {
+                    vec![problem(format!("cannot read `oauth.privateKeyFile`: {e}"))]
+                })?;
+                Grant::PrivateKeyJwt {
+                    pem: SecretString::new(pem),
+                    algorithm: o
+                        .signing_algorithm
+                        .clone()
+                        .unwrap_or_else(|| "ES256".into()),
+                }
+            }
+            (Some(other), _) => {
+                return Err(vec![problem(format!(
+                    "`oauth.grant` `{other}` is not supported"
+                ))]);
+            }
+        };
+        Ok(Some(OAuthConfig {
+            server: self.name.clone(),
+            url,
+            home: home.to_path_buf(),
+            client_id: o.client_id.clone(),
+            client_secret: secret.map(SecretString::new),
+            client_metadata_url: o.client_metadata_url.clone(),
+            scope: o.scope.clone(),
+            grant,
+            unattended: None,
+        }))
+    }
 }

@@ -92,6 +92,14 @@ pub enum EntryProblem {
         /// Why.
         error: HeaderError,
     },
+    /// The `oauth` block cannot be used.
+    #[error("server `{server}`: oauth: {reason}")]
+    OAuth {
+        /// The entry.
+        server: String,
+        /// Why (never a secret).
+        reason: String,
+    },
     /// A transport type this version does not run.
     #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]
     UnsupportedTransport {

@@ -17,7 +17,7 @@ mod raw;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use entry::{ServerEntry, TransportKind};
+pub use entry::{OAuthEntry, ServerEntry, TransportKind};
 pub use error::{ConfigError, EntryProblem};
 
 /// The file name hosts look for in a project directory.

@@ -27,6 +27,7 @@ pub(super) struct RawEntry {
     pub(super) cwd: Option<String>,
     pub(super) url: Option<String>,
     pub(super) headers: Option<BTreeMap<String, String>>,
+    pub(super) oauth: Option<RawOAuth>,
     /// Request timeout in milliseconds.
     pub(super) timeout: Option<u64>,
     /// Startup timeout in milliseconds.
@@ -35,7 +36,24 @@ pub(super) struct RawEntry {
     pub(super) disabled: Option<bool>,
 }
 
+/// `"oauth": {...}` of an HTTP entry.
+#[derive(Deserialize, Default, Clone)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RawOAuth {
+    pub(super) client_id: Option<String>,
+    pub(super) client_secret: Option<String>,
+    pub(super) scope: Option<String>,
+    pub(super) callback_port: Option<u16>,
+    pub(super) client_metadata_url: Option<String>,
+    /// `authorization_code` (default) or `client_credentials`.
+    pub(super) grant: Option<String>,
+    /// A PEM private key file for `private_key_jwt`.
+    pub(super) private_key_file: Option<String>,
+    pub(super) signing_algorithm: Option<String>,
+}
+
 const KNOWN_FIELDS: &[&str] = &[
+    "oauth",
     "type",
     "command",
     "args",

@@ -117,6 +117,19 @@ enum Command {
         /// The entry's name.
         name: String,
     },
+    /// Log in to an OAuth-protected HTTP server (opens the browser; the URL is printed too).
+    Login {
+        /// The entry's name.
+        name: String,
+        /// Follow the authorization URL without a browser (servers that approve without a person).
+        #[arg(long)]
+        headless: bool,
+    },
+    /// Delete the stored tokens of a server.
+    Logout {
+        /// The entry's name.
+        name: String,
+    },
     /// Print the effective settings and where each comes from.
     Settings,
     /// Serve the built-in demo MCP server on stdin/stdout.
@@ -187,6 +200,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Servers => return offline::servers(project.as_ref(), cli.json),
         Command::Enable { name } => return offline::enable(project.as_ref(), &name),
         Command::Disable { name } => return offline::disable(project.as_ref(), &name),
+        Command::Login { name, headless } => {
+            return offline::login(project.as_ref(), &name, headless).await;
+        }
+        Command::Logout { name } => return offline::logout(project.as_ref(), &name),
         _ => {}
     }
     // Registered before any server starts, so an early Ctrl-C is not lost.

@@ -2,10 +2,13 @@
 //! `disable`, `settings`. They start nothing.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
+use mcpvisor::auth::{AuthState, BrowserDriver, HeadlessDriver};
 use mcpvisor::config::process_env;
 use mcpvisor::project::Project;
 use mcpvisor::settings::Settings;
+use mcpvisor::transports::http_client;
 use serde_json::{Value, json};
 
 use crate::Failure;
@@ -36,6 +39,7 @@ pub(crate) fn servers(project: Option<&Project>, json: bool) -> Result<ExitCode,
                 json!({
                     "name": s.name, "type": s.kind.to_string(), "source": s.source.display().to_string(),
                     "approved": s.approved, "disabled": s.disabled, "enabled": s.enabled,
+                    "auth": auth_state(project, &s.name),
                     "problems": s.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 })
             })
@@ -89,6 +93,77 @@ pub(crate) fn disable(project: Option<&Project>, name: &str) -> Result<ExitCode,
         .map_err(|e| Failure(e.to_string(), 1))?;
     println!("disabled `{name}` for {}", project.config.path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn login(
+    project: Option<&Project>,
+    name: &str,
+    headless: bool,
+) -> Result<ExitCode, Failure> {
+    let project = need(project)?;
+    let oauth = project
+        .oauth(name, &process_env)
+        .map_err(|e| Failure(e.to_string(), 1))?;
+    let client = http_client(&Default::default()).map_err(|e| Failure(e.to_string(), 1))?;
+    let port = project
+        .config
+        .servers
+        .get(name)
+        .and_then(|e| e.oauth.as_ref())
+        .and_then(|o| o.callback_port)
+        .unwrap_or(0);
+    let result = if headless {
+        let driver = HeadlessDriver::new().map_err(|e| Failure(e.to_string(), 1))?;
+        oauth.login(&client, &driver).await
+    } else {
+        let driver = BrowserDriver::bind(port, Duration::from_secs(300))
+            .await
+            .map_err(|e| Failure(e.to_string(), 1))?;
+        oauth.login(&client, &driver).await
+    };
+    result.map_err(|e| Failure(format!("login to `{name}` failed: {e}"), 1))?;
+    println!(
+        "logged in to `{name}`; tokens are in {}",
+        oauth.token_path().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn logout(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
+    let project = need(project)?;
+    let oauth = project
+        .oauth(name, &process_env)
+        .map_err(|e| Failure(e.to_string(), 1))?;
+    let had = oauth.logout().map_err(|e| Failure(e.to_string(), 1))?;
+    println!(
+        "{}",
+        if had {
+            format!("logged out of `{name}`")
+        } else {
+            format!("`{name}` had no stored tokens")
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The login state of an HTTP entry, for `servers`.
+fn auth_state(project: &Project, name: &str) -> Option<String> {
+    let oauth = project.oauth(name, &process_env).ok()?;
+    Some(match oauth.state() {
+        Ok(AuthState::LoggedOut) => "logged out".to_string(),
+        Ok(AuthState::LoggedIn {
+            expires_at,
+            refreshable,
+        }) => {
+            let refresh = if refreshable { ", refreshable" } else { "" };
+            match expires_at {
+                Some(at) => format!("logged in (expires at {at}{refresh})"),
+                None => format!("logged in{refresh}"),
+            }
+        }
+        Ok(_) => "unknown".to_string(),
+        Err(e) => format!("error: {e}"),
+    })
 }
 
 pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {

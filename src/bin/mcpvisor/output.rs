@@ -48,6 +48,7 @@ pub(crate) fn state_text(s: &ServerState) -> String {
             format!("restarting (attempt {attempt}, in {backoff:?}): {reason}")
         }
         ServerState::Failed { reason } => format!("failed: {reason}"),
+        ServerState::LoginRequired { reason } => format!("login required: {reason}"),
         ServerState::Stopped => "stopped".into(),
         _ => format!("{s:?}"),
     }
@@ -102,6 +103,9 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
         HostEvent::SessionRenewed { server } => {
             json!({"event": "session_renewed", "server": &**server})
         }
+        HostEvent::LoginRequired { server, reason } => {
+            json!({"event": "login_required", "server": &**server, "reason": reason})
+        }
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
         other => json!({"event": format!("{other:?}")}),
     }
@@ -154,6 +158,7 @@ pub(crate) fn event_line(e: &HostEvent) -> String {
         HostEvent::SessionRenewed { server } => {
             format!("{server}: HTTP session expired; a new one was opened")
         }
+        HostEvent::LoginRequired { reason, .. } => reason.clone(),
         HostEvent::EventsLost { count } => format!("({count} events missed)"),
         other => format!("{other:?}"),
     }

@@ -195,10 +195,7 @@ impl Harness {
         for i in 0..cfg.http_servers {
             let server = HttpMcpServer::start(http_script()).await;
             let name = format!("h{i}");
-            let spec = HttpSpec {
-                url: server.url.clone(),
-                headers: Vec::new(),
-            };
+            let spec = HttpSpec::new(server.url.clone());
             specs.push(ServerSpec::http(&name, spec));
             names.push(name);
             let port = server.addr.port();
