@@ -269,13 +269,7 @@ async fn http_scenario() -> Seen {
         ..Script::default()
     })
     .await;
-    let spec = ServerSpec::http(
-        "web",
-        HttpSpec {
-            url: server.url.clone(),
-            headers: Vec::new(),
-        },
-    );
+    let spec = ServerSpec::http("web", HttpSpec::new(server.url.clone()));
     let host = Host::start(vec![spec], fast_options()).await.unwrap();
     let mut events = Box::pin(host.events());
     // The first GET event arrives through the stream thread (maybe before ready).
