@@ -310,6 +310,35 @@ async fn a_very_large_input_schema_is_routed_whole() {
 }
 
 #[tokio::test]
+async fn a_listing_nested_past_the_parser_limit_ends_in_a_startup_timeout() {
+    let _shared = MEMORY.read().await;
+    capture_logs();
+    let mut options = fast_options();
+    options.restart.max_restarts = 1;
+    let mut abyss = demo("abyss", &["--hostile", "too-deep"]);
+    abyss.startup_timeout = Some(Duration::from_millis(800));
+    let specs = vec![demo("healthy", &[]), abyss];
+    let host = Host::start(specs, options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    // The parser stops at its depth limit (no stack overflow) and the answer is
+    // unreadable, so the listing never completes and startup times out.
+    let failed = wait_for(
+        &mut events,
+        Duration::from_secs(20),
+        |e| matches!(e, HostEvent::ServerFailed { server, .. } if &**server == "abyss"),
+    )
+    .await;
+    let HostEvent::ServerFailed { reason, .. } = failed else {
+        unreachable!()
+    };
+    assert!(reason.contains("startup did not finish"), "{reason}");
+    assert!(!logged("abyss", "recursion limit exceeded").is_empty());
+    assert!(host.tools().iter().all(|t| t.name.server() != "abyss"));
+    assert_healthy(&host).await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_stderr_flood_is_bounded() {
     let _alone = MEMORY.write().await;
     let host = start("noisy", "stderr-flood").await;

@@ -24,6 +24,9 @@ pub const HUGE_SCHEMA_PROPERTIES: usize = 4_000;
 pub const HUGE_SCHEMA_DEPTH: usize = 32;
 /// Answers `out-of-order` holds back and then sends last first.
 pub const REORDER_BATCH: usize = 4;
+/// Nesting depth of the `abyss` tool's schema (`too-deep`): past the JSON
+/// parser's recursion limit of 128.
+pub const TOO_DEEP: usize = 200;
 /// Requests `server-requests` sends once initialized, with their ids.
 pub const SERVER_REQUESTS: [(&str, &str); 4] = [
     ("sampling/createMessage", "s-1"),
@@ -56,6 +59,9 @@ pub enum Hostile {
     ManyTools,
     /// List a tool `huge` whose input schema is ~0.8 MB, wide and deep.
     HugeSchema,
+    /// List a tool `abyss` whose input schema nests deeper than any parser
+    /// should follow, so the whole `tools/list` answer is unreadable.
+    TooDeep,
     /// Write to stderr without pause, in long lines and one endless line, forever.
     StderrFlood,
     /// Answer a tool call with half a line, then exit.
@@ -75,6 +81,7 @@ impl Hostile {
                 }
             }
             Hostile::HugeSchema => table.add("huge", ToolKind::ExtraEcho),
+            Hostile::TooDeep => table.add("abyss", ToolKind::ExtraEcho),
             Hostile::ServerRequests => table.add("client_answers", ToolKind::ClientAnswers),
             _ => {}
         }
@@ -101,6 +108,15 @@ impl Hostile {
             Hostile::HugeSchema => {
                 for tool in tools.iter_mut().filter(|t| t["name"] == "huge") {
                     tool["inputSchema"] = huge_schema();
+                }
+            }
+            Hostile::TooDeep => {
+                for tool in tools.iter_mut().filter(|t| t["name"] == "abyss") {
+                    let mut schema = json!({ "type": "string" });
+                    for _ in 0..TOO_DEEP {
+                        schema = json!({ "type": "array", "items": schema });
+                    }
+                    tool["inputSchema"] = schema;
                 }
             }
             _ => {}

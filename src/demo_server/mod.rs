@@ -38,7 +38,7 @@ use tokio::sync::mpsc;
 use handlers::ToolCall;
 pub use hostile::{
     HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile, MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS,
-    many_tool_name,
+    TOO_DEEP, many_tool_name,
 };
 pub use options::{DEFAULT_PAGE_SIZE, DemoServerOptions};
 use state::{OUTBOX_CAPACITY, Outbox, Outgoing, Shared, lock};
