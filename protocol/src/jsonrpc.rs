@@ -354,6 +354,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_parse_correctly_rounded_and_survive_a_round_trip() {
+        // Found by the frame_decoder fuzz target: serde_json's fast float parsing
+        // read this one ulp off, and writing it back changed the message.
+        let line = r#"{"jsonrpc":"2.0","method":"m","params":{"x":444444444444444444444422}}"#;
+        let m = single(line).unwrap();
+        let Message::Notification(n) = &m else {
+            panic!("{m:?}")
+        };
+        let x = n.params.as_ref().and_then(|p| p["x"].as_f64()).unwrap();
+        assert_eq!(x, "444444444444444444444422".parse::<f64>().unwrap());
+        let again = single(std::str::from_utf8(&m.to_vec()).unwrap()).unwrap();
+        assert_eq!(again, m);
+    }
+
+    #[test]
     fn classifies_each_kind() {
         let r = single(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
         assert!(matches!(
