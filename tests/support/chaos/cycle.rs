@@ -62,14 +62,15 @@ impl Harness {
         let records = load.stop().await;
         self.check_calls(index, victim, records.iter().chain(&probes));
         self.count_events(&mut events);
-        if let Some(pid) = before.pid {
-            // A stopped process that survived would hang forever: wake it (the
-            // group check below still counts it).
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
-        }
         self.track_groups();
         let in_use = self.pids_in_use();
         self.check_groups(index, &in_use).await;
+        if let (FaultKind::Stop, Some(pid)) = (kind, before.pid) {
+            // Checked (and killed if left over) above; if the connection was never
+            // torn down, the process is still in use: wake it rather than leave it
+            // stopped for good.
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+        }
         self.check_resources(index);
         if self.cfg.verbose {
             let after = self.status(&name);
