@@ -158,7 +158,8 @@ impl Host {
         self.status.snapshot()
     }
 
-    /// Waits until every server is ready, failed or stopped, or `timeout` passes.
+    /// Waits until every server is ready, failed, waiting for a login or stopped,
+    /// or `timeout` passes.
     /// Returns the statuses either way; check them.
     pub async fn wait_ready(&self, timeout: Duration) -> Vec<ServerStatus> {
         let mut changed = self.status.watch();

@@ -47,11 +47,15 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    /// Ready, failed or stopped: nothing more happens without a new cause.
+    /// Ready, failed, waiting for a login or stopped: nothing more happens without
+    /// a new cause.
     pub fn is_settled(&self) -> bool {
         matches!(
             self,
-            ServerState::Ready | ServerState::Failed { .. } | ServerState::Stopped
+            ServerState::Ready
+                | ServerState::Failed { .. }
+                | ServerState::LoginRequired { .. }
+                | ServerState::Stopped
         )
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use crate::context::HostContext;
@@ -33,6 +33,8 @@ pub(crate) enum SupervisorMsg {
     /// A server is stopping because it cannot be authorized: no restart until asked.
     LoginRequired {
         id: ServerId,
+        /// The stopping actor (a newer one of the same slot is not meant).
+        actor: ActorId,
         reason: String,
     },
     /// A backoff elapsed; `generation` guards against a restart that was superseded.
@@ -146,10 +148,8 @@ impl Actor for SupervisorActor {
                     slot.attempt = 0;
                 }
             }
-            SupervisorMsg::LoginRequired { id, reason } => {
-                if let Some(slot) = state.slots.get_mut(&id) {
-                    slot.login_required = Some(reason);
-                }
+            SupervisorMsg::LoginRequired { id, actor, reason } => {
+                state.on_login_required(id, actor, reason);
             }
             SupervisorMsg::Restart { id, generation } => {
                 let due = state
@@ -199,6 +199,7 @@ impl SupervisorState {
             return;
         };
         let attempt = slot.attempt;
+        slot.login_required = None;
         self.ctx.status.update(id, &slot.name, |s| {
             s.state = ServerState::Starting { attempt };
             s.pid = None;
@@ -252,6 +253,10 @@ impl SupervisorState {
         let Some(slot) = self.slots.get_mut(&id) else {
             return;
         };
+        if let Some(reason) = slot.login_required.take() {
+            self.wait_for_login(id, reason);
+            return;
+        }
         let decision =
             slot.tracker
                 .on_failure(&self.ctx.options.restart, Instant::now(), fastrand::f64());
@@ -294,6 +299,42 @@ impl SupervisorState {
                 });
             }
         }
+    }
+
+    /// A server's connection is ending for want of authorization.
+    fn on_login_required(&mut self, id: ServerId, actor: ActorId, reason: String) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        match &slot.actor {
+            // Usually the exit follows, and `on_down` sees the mark.
+            Some(a) if a.get_id() == actor => slot.login_required = Some(reason),
+            Some(_) => {}
+            // Supervision events outrank messages, so the exit may have come first
+            // and scheduled a restart: a new generation cancels it.
+            None => {
+                slot.generation += 1;
+                self.wait_for_login(id, reason);
+            }
+        }
+    }
+
+    /// Marks a server as waiting for a login; it is not restarted until a host asks.
+    fn wait_for_login(&mut self, id: ServerId, reason: String) {
+        let Some(slot) = self.slots.get(&id) else {
+            return;
+        };
+        tracing::warn!(server = %slot.name, "login required; not restarting: {reason}");
+        self.ctx.status.update(id, &slot.name, |s| {
+            s.state = ServerState::LoginRequired {
+                reason: reason.clone(),
+            };
+            s.pid = None;
+        });
+        self.ctx.bus.emit(HostEvent::LoginRequired {
+            server: slot.name.clone(),
+            reason,
+        });
     }
 
     async fn restart_by_name(

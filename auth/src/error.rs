@@ -69,6 +69,15 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// True when only a person can fix this (a login, or a damaged token file):
+    /// no retry or reconnection will succeed until then.
+    pub fn needs_login(&self) -> bool {
+        matches!(
+            self,
+            AuthError::LoginRequired { .. } | AuthError::CorruptTokenFile { .. }
+        )
+    }
+
     pub(crate) fn storage(path: &Path, e: std::io::Error) -> AuthError {
         AuthError::Storage(format!("{}: {e}", path.display()))
     }

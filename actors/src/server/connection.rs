@@ -259,9 +259,11 @@ impl Connection {
     ) {
         let handshake =
             matches!(self.session.state(), HandshakeState::Initializing(init) if *init == id);
-        // Without authorization the server cannot start: that is for a person to fix.
-        let startup_auth = !self.ready && matches!(error, TransportError::Auth(_));
-        if handshake || startup_auth {
+        // Without authorization the server cannot start, and once only a person can
+        // authorize it no request will succeed: either way the connection ends.
+        let unauthorized =
+            matches!(&error, TransportError::Auth(e) if !self.ready || e.needs_login());
+        if handshake || unauthorized {
             self.fail(myself, ConnectionError::Transport(error));
             return;
         }
@@ -513,6 +515,7 @@ impl Connection {
             if let Some(sup) = myself.try_get_supervisor() {
                 let _ = sup.send_message(SupervisorMsg::LoginRequired {
                     id: self.id,
+                    actor: myself.get_id(),
                     reason: reason.clone(),
                 });
             }
