@@ -254,19 +254,29 @@ pub(crate) async fn authorize(
     Ok(stored(found, reg, &answer, None, scope))
 }
 
+/// Why a refresh did not succeed.
+pub(crate) enum RefreshFailure {
+    /// The authorization server turned the grant down (revoked, expired, unknown
+    /// client), or the stored login cannot be used: it is gone.
+    Refused(AuthError),
+    /// The token endpoint could not be reached or failed: the login stands, and a
+    /// later refresh may succeed.
+    Unavailable(AuthError),
+}
+
 /// Exchanges a refresh token; the old refresh token is kept if no new one comes back.
 pub(crate) async fn refresh(
     http: &reqwest::Client,
     found_resource: &str,
     tokens: &StoredTokens,
-) -> Result<StoredTokens, AuthError> {
+) -> Result<StoredTokens, RefreshFailure> {
     let refresh = tokens
         .refresh_token
         .as_ref()
-        .ok_or_else(|| AuthError::Token("no refresh token".into()))?;
-    let token_url =
-        Url::parse(&tokens.client.token_endpoint).map_err(|e| AuthError::Token(e.to_string()))?;
-    check_endpoint("token", &token_url)?;
+        .ok_or_else(|| RefreshFailure::Refused(AuthError::Token("no refresh token".into())))?;
+    let token_url = Url::parse(&tokens.client.token_endpoint)
+        .map_err(|e| RefreshFailure::Refused(AuthError::Token(e.to_string())))?;
+    check_endpoint("token", &token_url).map_err(RefreshFailure::Refused)?;
     let mut client = BasicClient::new(ClientId::new(tokens.client.client_id.clone()))
         .set_token_uri(TokenUrl::from_url(token_url))
         .set_auth_type(if tokens.client.auth_method == "client_secret_post" {
@@ -284,7 +294,18 @@ pub(crate) async fn refresh(
         .add_extra_param("resource", found_resource.to_string())
         .request_async(&OAuthHttp(http))
         .await
-        .map_err(token_error)?;
+        .map_err(|e| {
+            // An OAuth error answer is a verdict on the grant, unless it says the
+            // server itself is in trouble; anything else is the server being unreachable.
+            let refused = matches!(&e, RequestTokenError::ServerResponse(r)
+                if !matches!(r.error().as_ref(), "server_error" | "temporarily_unavailable"));
+            let error = token_error(e);
+            if refused {
+                RefreshFailure::Refused(error)
+            } else {
+                RefreshFailure::Unavailable(error)
+            }
+        })?;
     let mut next = StoredTokens {
         resource: tokens.resource.clone(),
         access_token: answer.access_token().secret().clone(),

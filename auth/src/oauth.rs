@@ -14,7 +14,7 @@ use crate::client_credentials::{self, Proof};
 use crate::discovery::{Discovered, discover};
 use crate::driver::AuthorizationDriver;
 use crate::error::AuthError;
-use crate::login::{self, ClientIdentity};
+use crate::login::{self, ClientIdentity, RefreshFailure};
 use crate::storage::TokenStore;
 use crate::tokens::StoredTokens;
 
@@ -124,8 +124,10 @@ impl OAuth {
         crate::discovery::resource_of(&self.url)
     }
 
-    /// The bearer token to send, refreshed shortly before it expires. `None`
-    /// when there is none yet: the request goes without, and a `401` follows.
+    /// The bearer token to send, refreshed shortly before it expires (while the
+    /// token endpoint cannot be reached, the current token serves until it does
+    /// expire). `None` when there is none yet: the request goes without, and a
+    /// `401` follows.
     pub async fn bearer(&self, http: &reqwest::Client) -> Result<Option<SecretString>, AuthError> {
         if let Some(t) = self.current.lock().as_ref().filter(|t| t.fresh()) {
             return Ok(Some(SecretString::new(t.access_token.clone())));
@@ -144,7 +146,13 @@ impl OAuth {
                         self.store.save(&self.config.server, &next)?;
                         next
                     }
-                    Err(e) => {
+                    // The refresh was early: the token serves until it expires.
+                    Err(RefreshFailure::Unavailable(e)) if !t.expired() => {
+                        tracing::warn!(server = %self.config.server, "token refresh failed; the current token serves until it expires: {e}");
+                        t
+                    }
+                    Err(RefreshFailure::Unavailable(e)) => return Err(e),
+                    Err(RefreshFailure::Refused(e)) => {
                         tracing::warn!(server = %self.config.server, "token refresh failed: {e}");
                         self.forget()?;
                         return self
@@ -191,7 +199,9 @@ impl OAuth {
                         *self.current.lock() = Some(next);
                         return Ok(());
                     }
-                    Err(e) => {
+                    // Keep the login: this request fails, a later one refreshes.
+                    Err(RefreshFailure::Unavailable(e)) => return Err(e),
+                    Err(RefreshFailure::Refused(e)) => {
                         tracing::warn!(server = %self.config.server, "token refresh after 401 failed: {e}")
                     }
                 }

@@ -37,6 +37,11 @@ impl StoredTokens {
         self.expires_at
             .is_none_or(|at| at > now() + REFRESH_MARGIN_SECS)
     }
+
+    /// True once the access token's expiry has passed.
+    pub(crate) fn expired(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= now())
+    }
 }
 
 pub(crate) fn now() -> u64 {

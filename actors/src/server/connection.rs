@@ -510,8 +510,10 @@ impl Connection {
             },
         };
         self.fail_pending(error);
-        if let ConnectionError::Transport(TransportError::Auth(_)) = &cause {
+        if matches!(&cause, ConnectionError::Transport(TransportError::Auth(e)) if e.needs_login())
+        {
             // A restart would only ask the authorization server again: wait for a login.
+            // Other authorization failures (an unreachable token endpoint) restart as usual.
             if let Some(sup) = myself.try_get_supervisor() {
                 let _ = sup.send_message(SupervisorMsg::LoginRequired {
                     id: self.id,
