@@ -1,21 +1,22 @@
 //! OAuth against an in-process authorization server and the MCP servers it
-//! protects (tests/support/auth_server), through hosts: a revoked refresh token
-//! means login required, with no restart loop; an unreachable token endpoint
-//! does not (the login is kept).
+//! protects (tests/support/auth_server), through hosts: a login with registration
+//! whose tokens serve only their URL, refresh before expiry and after a `401`, a
+//! revoked refresh token (login required, no restart loop), and an unreachable
+//! token endpoint (the login is kept). The token files: tests/oauth_storage.rs.
 
 mod support;
 
 use std::time::Duration;
 
-use mcpvisor::auth::{AuthError, AuthState};
+use mcpvisor::auth::{AuthError, AuthState, AuthorizationDriver, HeadlessDriver};
 use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::json;
 use support::auth_server::client::{
     Events, TempHome, expires_at, login, oauth, protected, start_host, state_of, unix_now,
 };
-use support::auth_server::{AuthServer, ClientKind};
-use support::{call, drain, next_ready, wait_for};
+use support::auth_server::{AuthServer, ClientKind, pkce};
+use support::{call, drain, eventually, next_ready, wait_for};
 
 fn is_login_required(e: &CallError, server: &str) -> bool {
     matches!(
@@ -55,6 +56,199 @@ async fn assert_no_restart_loop(host: &Host, events: &mut Events, auth: &AuthSer
         state_of(host, "notes"),
         ServerState::LoginRequired { .. }
     ));
+}
+
+#[test]
+fn the_fixture_checks_pkce_as_rfc_7636_computes_it() {
+    // RFC 7636, Appendix B.
+    assert_eq!(
+        pkce::s256_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+        "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    );
+    // RFC 7617, section 2.
+    assert_eq!(
+        pkce::basic_authorization("Aladdin", "open sesame"),
+        "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_registers_and_its_tokens_serve_only_their_url() {
+    let auth = AuthServer::start(ClientKind::Public).await;
+    let home = TempHome::new("login");
+    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    assert_eq!(notes.state().unwrap(), AuthState::LoggedOut);
+    let driver = HeadlessDriver::new().unwrap();
+    notes.login(&reqwest::Client::new(), &driver).await.unwrap();
+
+    // Registered (RFC 7591) with the driver's redirect and the refresh grant.
+    let registrations = auth.registrations();
+    assert_eq!(registrations.len(), 1);
+    assert_eq!(
+        registrations[0]["redirect_uris"],
+        json!([driver.redirect_uri().as_str()])
+    );
+    assert!(
+        registrations[0]["grant_types"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("refresh_token"))
+    );
+    // One authorization with S256 and the resource, one code exchange the
+    // server accepted (its verifier matched), both naming the same resource.
+    let authorize = &auth.authorize_requests()[0];
+    assert_eq!(authorize["code_challenge_method"], "S256");
+    assert_eq!(authorize["resource"], auth.mcp_url());
+    assert_eq!(authorize["scope"], "notes");
+    let exchange = &auth.token_requests()[0];
+    assert_eq!(exchange["grant_type"], "authorization_code");
+    assert_eq!(exchange["resource"], auth.mcp_url());
+    assert_eq!(auth.counts().code_exchanges, 1);
+    assert!(expires_at(&notes) > unix_now() + 3000);
+    let token = auth.access_tokens()[0].clone();
+    // Discovery's unauthenticated probe.
+    let probes = auth.resource_requests();
+    assert!(probes.iter().all(|r| r.token.is_none() && !r.accepted));
+
+    let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
+    next_ready(&mut events).await;
+    let r = call(&host, "mcp__notes__echo", json!({"text": "logged in"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "logged in");
+    let main: Vec<_> = auth.resource_requests().split_off(probes.len());
+    assert!(main.len() >= 3, "initialize, initialized, tools/list, call");
+    assert!(
+        main.iter()
+            .all(|r| r.path == "/mcp" && r.accepted && r.token.as_deref() == Some(&token))
+    );
+    host.shutdown().await;
+
+    // The same name at another URL: another token file, no token, and the
+    // tokens of the first URL never sent there.
+    let other = oauth("notes", &auth.alt_mcp_url(), &home.0);
+    assert_ne!(other.token_path(), notes.token_path());
+    assert_eq!(other.state().unwrap(), AuthState::LoggedOut);
+    assert!(
+        other
+            .bearer(&reqwest::Client::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (host, _events) = start_host(protected("notes", &auth.alt_mcp_url(), &other)).await;
+    assert!(
+        eventually(Duration::from_secs(20), || matches!(
+            state_of(&host, "notes"),
+            ServerState::LoginRequired { .. }
+        ))
+        .await,
+        "state: {:?}",
+        state_of(&host, "notes")
+    );
+    let alt: Vec<_> = auth
+        .resource_requests()
+        .into_iter()
+        .skip(probes.len() + main.len())
+        .filter(|r| r.path == "/alt/mcp")
+        .collect();
+    assert!(!alt.is_empty());
+    assert!(alt.iter().all(|r| r.token.is_none() && !r.accepted));
+    assert!(!auth.accepts(&token, &auth.alt_mcp_url()));
+    assert!(auth.accepts(&token, &auth.mcp_url()));
+    assert!(matches!(notes.state().unwrap(), AuthState::LoggedIn { .. }));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_expiring_within_the_margin_is_refreshed_before_use() {
+    let auth = AuthServer::start(ClientKind::Public).await;
+    let home = TempHome::new("before-expiry");
+    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    // Valid for 30 s more: inside the 60 s margin.
+    auth.set_access_ttl(30);
+    login(&notes).await;
+    assert!(expires_at(&notes) <= unix_now() + 30);
+    let expiring = auth.access_tokens()[0].clone();
+    assert!(auth.accepts(&expiring, &auth.mcp_url()));
+    auth.set_access_ttl(3600);
+    let probes = auth.resource_requests().len();
+
+    let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
+    next_ready(&mut events).await;
+    let r = call(&host, "mcp__notes__echo", json!({"text": "fresh"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "fresh");
+
+    assert_eq!(auth.counts().refresh_requests, 1);
+    assert_eq!(auth.counts().refresh_refusals, 0);
+    let tokens = auth.access_tokens();
+    assert_eq!(tokens.len(), 2);
+    let refreshed = &tokens[1];
+    // The expiring token was never sent: every request carried the new one.
+    let seen = auth.resource_requests().split_off(probes);
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|r| r.accepted && r.token.as_ref() == Some(refreshed)),
+        "{seen:?}"
+    );
+    assert!(expires_at(&notes) > unix_now() + 3000);
+    let bearer = notes
+        .bearer(&reqwest::Client::new())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(bearer.expose(), refreshed);
+    assert_eq!(auth.counts().refresh_requests, 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_is_refreshed_once_and_the_call_succeeds() {
+    let auth = AuthServer::start(ClientKind::Public).await;
+    let home = TempHome::new("on-401");
+    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    login(&notes).await;
+    let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
+    next_ready(&mut events).await;
+    call(&host, "mcp__notes__echo", json!({"text": "before"}))
+        .await
+        .unwrap();
+    assert_eq!(auth.counts().refresh_requests, 0);
+    let first = auth.access_tokens()[0].clone();
+
+    // Still an hour to live, but the resource now answers 401 invalid_token.
+    auth.reject_access_tokens();
+    let seen_before = auth.resource_requests().len();
+    let r = call(&host, "mcp__notes__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "after");
+    assert_eq!(auth.counts().refresh_requests, 1);
+    assert_eq!(auth.counts().refresh_refusals, 0);
+    let second = auth.access_tokens()[1].clone();
+    let seen: Vec<_> = auth.resource_requests().split_off(seen_before);
+    let tried: Vec<(Option<&str>, bool)> = seen
+        .iter()
+        .map(|r| (r.token.as_deref(), r.accepted))
+        .collect();
+    assert_eq!(
+        tried,
+        [(Some(first.as_str()), false), (Some(second.as_str()), true)]
+    );
+    assert!(
+        seen.iter()
+            .all(|r| r.rpc_method.as_deref() == Some("tools/call"))
+    );
+
+    call(&host, "mcp__notes__echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(auth.counts().refresh_requests, 1);
+    assert_eq!(state_of(&host, "notes"), ServerState::Ready);
+    host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

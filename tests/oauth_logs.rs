@@ -1,0 +1,146 @@
+//! OAuth tokens, codes and client secrets appear nowhere: not in logs at TRACE
+//! (the HTTP stack's `log` records included), not in `Debug` or `Display` of the
+//! facade, its configuration, statuses, events or errors. Its own binary: the
+//! capturing subscriber is global.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpvisor::auth::{HeadlessDriver, OAuth};
+use mcpvisor::transports::HttpSpec;
+use mcpvisor::{Host, HostEvent, SecretString, ServerSpec};
+use serde_json::json;
+use support::auth_server::client::{TempHome, oauth_config};
+use support::auth_server::{AuthServer, ClientKind, pkce};
+use support::{call, drain, fast_options, next_ready, wait_for};
+
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(|| Capture)
+        .with_ansi(false)
+        .try_init()
+        .expect("one subscriber per test binary");
+
+    // A confidential client: registration hands out a secret, sent with each
+    // token request as client_secret_basic.
+    let auth = AuthServer::start(ClientKind::Confidential).await;
+    let home = TempHome::new("logs");
+    let config = oauth_config("notes", &auth.mcp_url(), &home.0);
+    let notes = Arc::new(OAuth::new(config.clone()).unwrap());
+    auth.set_access_ttl(30);
+    notes
+        .login(&reqwest::Client::new(), &HeadlessDriver::new().unwrap())
+        .await
+        .unwrap();
+    auth.set_access_ttl(3600);
+
+    let spec = ServerSpec::http(
+        "notes",
+        HttpSpec {
+            url: auth.mcp_url(),
+            headers: Vec::new(),
+            oauth: Some(notes.clone()),
+        },
+    );
+    let mut shown = format!("{spec:?} {spec:#?}");
+    let host = Host::start(vec![spec], fast_options()).await.unwrap();
+    let mut events = Box::pin(host.events());
+    next_ready(&mut events).await;
+    // Refreshed before use (the login's token was about to expire).
+    call(&host, "mcp__notes__echo", json!({"text": "one"}))
+        .await
+        .unwrap();
+    // Refreshed after a 401.
+    auth.reject_access_tokens();
+    call(&host, "mcp__notes__echo", json!({"text": "two"}))
+        .await
+        .unwrap();
+    // A refresh refused: login required.
+    auth.revoke_refresh_tokens();
+    auth.reject_access_tokens();
+    let error = call(&host, "mcp__notes__echo", json!({"text": "three"}))
+        .await
+        .unwrap_err();
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::LoginRequired { .. })
+    })
+    .await;
+    let counts = auth.counts();
+    assert_eq!(
+        (
+            counts.code_exchanges,
+            counts.refresh_requests,
+            counts.refresh_refusals
+        ),
+        (1, 3, 1)
+    );
+    shown.push_str(&format!("{error:?} {error} {:?}", host.servers()));
+    shown.push_str(&format!("{notes:?} {notes:#?} {config:?} {config:#?}"));
+    shown.push_str(&format!(
+        "{:?} {:?}",
+        notes.state(),
+        notes.bearer(&reqwest::Client::new()).await
+    ));
+    host.shutdown().await;
+    shown.push_str(&format!(
+        "{:?}",
+        drain(&mut events, Duration::from_millis(200)).await
+    ));
+    // A pre-registered secret in the configuration.
+    let configured = "cs-configured-0123456789abcdef";
+    let mut with_secret = oauth_config("notes", &auth.mcp_url(), &home.0);
+    with_secret.client_id = Some("client-preregistered".into());
+    with_secret.client_secret = Some(SecretString::new(configured));
+    shown.push_str(&format!(
+        "{with_secret:?} {:?}",
+        OAuth::new(with_secret.clone()).unwrap()
+    ));
+
+    let mut secrets: Vec<String> = auth.access_tokens();
+    secrets.extend(auth.refresh_tokens());
+    secrets.extend(auth.codes());
+    let client_secrets = auth.client_secrets();
+    assert_eq!(client_secrets.len(), 1);
+    secrets.extend(client_secrets.iter().cloned());
+    // client_secret_basic carries the secret in base64.
+    let basic = pkce::basic_authorization("client-1", &client_secrets[0]);
+    secrets.push(basic.trim_start_matches("Basic ").to_string());
+    secrets.push(configured.to_string());
+    assert_eq!(auth.access_tokens().len(), 3);
+    assert_eq!(auth.refresh_tokens().len(), 3);
+
+    let logs = String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned();
+    // The capture saw the OAuth facade, the transport and the HTTP stack at work.
+    assert!(logs.contains("token refresh after 401 failed"), "{logs}");
+    assert!(logs.contains("reqwest"), "{logs}");
+    assert!(logs.contains("TRACE"), "{logs}");
+    for secret in &secrets {
+        assert!(
+            !logs.contains(secret.as_str()),
+            "the logs leak `{secret}`:\n{logs}"
+        );
+        assert!(
+            !shown.contains(secret.as_str()),
+            "leaks `{secret}`:\n{shown}"
+        );
+    }
+}
