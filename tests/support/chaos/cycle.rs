@@ -11,7 +11,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
 
-use super::load::{CallRecord, Load, error_kind};
+use std::collections::BTreeMap;
+
+use super::load::{CallRecord, CallerTally, Load, error_kind};
 use super::plan::FaultKind;
 use super::{Harness, HttpSlot, http_script};
 use crate::http_server::HttpMcpServer;
@@ -36,6 +38,7 @@ impl Harness {
             pick % self.cfg.stdio_servers
         };
         let name = self.names[victim].clone();
+        self.all_ready(index).await;
         *self.report.faults.entry(kind.name()).or_default() += 1;
         let mut events: Events = Box::pin(self.host.events());
         let before = self.status(&name);
@@ -59,8 +62,8 @@ impl Harness {
         }
         // The victim serves the load again before the load stops.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let records = load.stop().await;
-        self.check_calls(index, victim, records.iter().chain(&probes));
+        let tallies = load.stop().await;
+        self.check_calls(index, victim, &tallies, &probes);
         self.count_events(&mut events);
         self.track_groups();
         let in_use = self.pids_in_use();
@@ -77,12 +80,37 @@ impl Harness {
             eprintln!(
                 "chaos: cycle {index}: {} on {name}: {} calls, state {:?}, pid {:?} -> {:?}, rss {} KiB",
                 kind.name(),
-                records.len() + probes.len(),
+                tallies
+                    .iter()
+                    .map(|t| t.ok + t.failed.len() as u64)
+                    .sum::<u64>()
+                    + probes.len() as u64,
                 after.state,
                 before.pid,
                 after.pid,
                 super::proc::rss_kib()
             );
+        }
+    }
+
+    /// Every server must be ready when a cycle starts; one that is not (after a
+    /// recovery that went wrong) is a violation, and is brought back so that one
+    /// failure does not spill into the next cycles.
+    async fn all_ready(&mut self, index: usize) {
+        for name in self.names.clone() {
+            let state = self.status(&name).state;
+            if state == ServerState::Ready {
+                continue;
+            }
+            let what = format!("{name} not ready when the cycle started: {state:?}");
+            self.report.violation(index, what);
+            if matches!(state, ServerState::Failed { .. }) {
+                let _ = self.host.restart(&name).await;
+            }
+            let deadline = Instant::now() + self.cfg.recovery_timeout;
+            while self.status(&name).state != ServerState::Ready && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
     }
 
@@ -253,13 +281,21 @@ impl Harness {
                 self.restart_on_request(&name).await?;
             }
             FaultKind::NeverAnswersInitialize => {
-                let timed_out = wait_event(events, deadline, |e| {
-                    matches!(e, HostEvent::ServerRestarting { server, reason, .. }
-                        if **server == *name && reason.contains("startup"))
+                // Restarted after the startup timeout, or Failed when earlier
+                // faults had used up the restart budget.
+                let timed_out = wait_event(events, deadline, |e| match e {
+                    HostEvent::ServerRestarting { server, reason, .. } => {
+                        **server == *name && reason.contains("startup")
+                    }
+                    HostEvent::ServerFailed { server, reason } => {
+                        **server == *name && reason.contains("startup")
+                    }
+                    _ => false,
                 })
                 .await;
-                // `wait_event` took this restart off the stream: count it here.
-                self.report.restarts += u64::from(timed_out);
+                // `wait_event` may have taken a restart off the stream: count it here.
+                let failed = matches!(self.status(&name).state, ServerState::Failed { .. });
+                self.report.restarts += u64::from(timed_out && !failed);
                 std::fs::remove_file(&self.fault_files[victim]).map_err(|e| e.to_string())?;
                 if !timed_out {
                     return Err("no restart after the startup timeout".into());
@@ -317,35 +353,52 @@ impl Harness {
         }
     }
 
-    fn check_calls<'a>(
+    fn check_calls(
         &mut self,
         index: usize,
         victim: usize,
-        records: impl Iterator<Item = &'a CallRecord>,
+        tallies: &[CallerTally],
+        probes: &[CallRecord],
     ) {
-        for r in records {
-            if r.elapsed > r.timeout + self.cfg.timeout_slack {
-                let what = format!(
-                    "call on {} hung: {:?} > {:?}",
-                    r.server, r.elapsed, r.timeout
-                );
-                self.report.violation(index, what);
+        for t in tallies {
+            if t.server == victim {
+                self.report.faulted_ok += t.ok;
+            } else {
+                self.report.healthy_ok += t.ok;
             }
+        }
+        let late = tallies.iter().flat_map(|t| &t.late).chain(probes);
+        let mut hung = Vec::new();
+        for r in late.filter(|r| r.elapsed > r.timeout + self.cfg.timeout_slack) {
+            hung.push(format!(
+                "call on {} hung: {:?} > {:?}",
+                r.server, r.elapsed, r.timeout
+            ));
+        }
+        let mut healthy_failures: BTreeMap<(usize, String), u64> = BTreeMap::new();
+        let failed = tallies.iter().flat_map(|t| &t.failed).chain(probes);
+        for r in failed {
             match (&r.error, r.server == victim) {
-                (None, true) => self.report.faulted_ok += 1,
-                (None, false) => self.report.healthy_ok += 1,
+                (None, _) => self.report.faulted_ok += 1, // a probe that went well
                 (Some(e), _) if e.starts_with("wrong answer") || e.starts_with("caller") => {
-                    self.report
-                        .violation(index, format!("server {}: {e}", r.server));
+                    hung.push(format!("server {}: {e}", r.server));
                 }
                 (Some(e), true) => *self.report.faulted_failed.entry(e.clone()).or_default() += 1,
                 (Some(e), false) => {
                     self.report.healthy_failed += 1;
-                    let what =
-                        format!("healthy server {} failed a call: {e}", self.names[r.server]);
-                    self.report.violation(index, what);
+                    *healthy_failures.entry((r.server, e.clone())).or_default() += 1;
                 }
             }
+        }
+        for what in hung {
+            self.report.violation(index, what);
+        }
+        for ((server, e), n) in healthy_failures {
+            let what = format!(
+                "healthy server {} failed {n} call(s): {e}",
+                self.names[server]
+            );
+            self.report.violation(index, what);
         }
     }
 

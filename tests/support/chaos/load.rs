@@ -21,10 +21,23 @@ pub struct CallRecord {
     pub timeout: Duration,
 }
 
+/// What one caller saw.
+#[derive(Debug, Default)]
+pub struct CallerTally {
+    /// Index of the server called.
+    pub server: usize,
+    /// Calls answered with the text they sent.
+    pub ok: u64,
+    /// Calls that failed or answered wrongly.
+    pub failed: Vec<CallRecord>,
+    /// Calls that ended after their timeout (however they ended).
+    pub late: Vec<CallRecord>,
+}
+
 /// The load running now.
 pub struct Load {
     stop: Arc<AtomicBool>,
-    callers: Vec<JoinHandle<Vec<CallRecord>>>,
+    callers: Vec<JoinHandle<CallerTally>>,
 }
 
 impl Load {
@@ -43,14 +56,24 @@ impl Load {
                 let (host, stop) = (Arc::clone(host), Arc::clone(&stop));
                 let tool = format!("mcp__{name}__echo");
                 callers.push(tokio::spawn(async move {
-                    let mut records = Vec::new();
+                    let mut tally = CallerTally {
+                        server,
+                        ..CallerTally::default()
+                    };
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         n += 1;
                         let text = format!("{server}-{caller}-{n}");
                         let record = call_once(&host, server, &tool, &text, timeout).await;
                         let failed = record.error.is_some();
-                        records.push(record);
+                        if record.elapsed > record.timeout {
+                            tally.late.push(record.clone());
+                        }
+                        if failed {
+                            tally.failed.push(record);
+                        } else {
+                            tally.ok += 1;
+                        }
                         // A server that is down fails calls at once: do not spin on it.
                         let nap = if failed {
                             Duration::from_millis(20)
@@ -59,25 +82,29 @@ impl Load {
                         };
                         tokio::time::sleep(nap).await;
                     }
-                    records
+                    tally
                 }));
             }
         }
         Load { stop, callers }
     }
 
-    /// Stops the callers and collects every call they made.
-    pub async fn stop(self) -> Vec<CallRecord> {
+    /// Stops the callers and collects what each saw.
+    pub async fn stop(self) -> Vec<CallerTally> {
         self.stop.store(true, Ordering::Relaxed);
         let mut all = Vec::new();
         for caller in self.callers {
             match caller.await {
-                Ok(records) => all.extend(records),
-                Err(e) => all.push(CallRecord {
+                Ok(tally) => all.push(tally),
+                Err(e) => all.push(CallerTally {
                     server: usize::MAX,
-                    error: Some(format!("caller task failed: {e}")),
-                    elapsed: Duration::ZERO,
-                    timeout: Duration::ZERO,
+                    failed: vec![CallRecord {
+                        server: usize::MAX,
+                        error: Some(format!("caller task failed: {e}")),
+                        elapsed: Duration::ZERO,
+                        timeout: Duration::ZERO,
+                    }],
+                    ..CallerTally::default()
                 }),
             }
         }

@@ -229,7 +229,7 @@ impl Harness {
                 );
             }
         }
-        if let Some(r) = warm_records.iter().find(|r| r.error.is_some()) {
+        if let Some(r) = warm_records.iter().find_map(|t| t.failed.first()) {
             report.violation(0, format!("warm-up call failed: {r:?}"));
         }
         let mut harness = Harness {
