@@ -2,7 +2,8 @@
 # Runs every fuzz target (fuzz/fuzz_targets/) for the given number of seconds
 # each (default 60) with cargo fuzz, and prints executions and crashes per target.
 #
-#   bash scripts/fuzz.sh 600          # ten minutes per target
+#   bash scripts/fuzz.sh 600                    # ten minutes per target
+#   RUNS=10000000 bash scripts/fuzz.sh 1800     # ten million inputs each (at most 30 min)
 #   SANITIZER=address bash scripts/fuzz.sh 60
 #
 # The corpus grows in fuzz/corpus/<target> (not committed), starting from the
@@ -12,6 +13,8 @@
 set -uo pipefail
 seconds="${1:-60}"
 sanitizer="${SANITIZER:-none}"
+runs_flag=()
+[ -n "${RUNS:-}" ] && runs_flag=(-runs="$RUNS")
 cd "$(dirname "$0")/../fuzz"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # cargo fuzz passes flags that need nightly; the stable toolchain accepts them so.
@@ -22,10 +25,10 @@ summary=()
 for target in frame_decoder sse_parser qualified_name mcp_config; do
   mkdir -p "corpus/$target"
   log="$(mktemp)"
-  echo "== $target: ${seconds}s"
+  echo "== $target: ${seconds}s${RUNS:+ or $RUNS runs}"
   # -timeout: an input that takes 10 s is a finding too (quadratic paths).
   cargo fuzz run --sanitizer "$sanitizer" "$target" "corpus/$target" "seeds/$target" -- \
-    -max_total_time="$seconds" -timeout=10 -print_final_stats=1 >"$log" 2>&1
+    -max_total_time="$seconds" "${runs_flag[@]}" -timeout=10 -print_final_stats=1 >"$log" 2>&1
   status=$?
   runs="$(grep -oE '^Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' || echo 0)"
   if [ "$status" -ne 0 ]; then
