@@ -404,7 +404,7 @@ async fn requests_the_client_never_advertised_get_method_not_found() {
     let _shared = MEMORY.read().await;
     let host = start("asker", "server-requests").await;
     let mut answers = Vec::new();
-    for _ in 0..100 {
+    for _ in 0..400 {
         let r = call(&host, "mcp__asker__client_answers", json!({}))
             .await
             .unwrap();
