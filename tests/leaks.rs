@@ -74,7 +74,10 @@ fn snapshot() -> Snapshot {
         if Some(tid) == me {
             continue;
         }
-        let name = fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        // A thread that ended while the directory was read is gone: skip it.
+        let Ok(name) = fs::read_to_string(entry.path().join("comm")) else {
+            continue;
+        };
         let name = name.trim_end().to_string();
         // The harness's threads for this file's other tests come and go on their own.
         if TESTS
@@ -330,7 +333,12 @@ fn assert_only_runtime_threads(before: &Snapshot, after_shutdown: &Snapshot) {
         .into_iter()
         .filter(|n| n != RUNTIME_THREAD)
         .collect();
-    assert!(extra.is_empty(), "threads left by the host: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "threads left by the host: {extra:?}; before {:?}, after {:?}",
+        before.threads,
+        after_shutdown.threads
+    );
 }
 
 /// After the runtime is gone: the same threads and descriptors as before.
