@@ -14,7 +14,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
 use mcpvisor::demo_server::{
-    HUGE_SCHEMA_PROPERTIES, MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS, many_tool_name,
+    GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_PROPERTIES, MANY_TOOLS, REORDER_BATCH,
+    SERVER_REQUESTS, many_tool_name,
 };
 use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
@@ -194,6 +195,35 @@ async fn invalid_json_lines_are_ignored_with_a_log_line() {
     let malformed = logged("babbler", "ignored malformed message: invalid JSON");
     assert!(malformed.len() >= 10, "{malformed:?}");
     assert_eq!(status(&host, "babbler").restarts, 0);
+    assert_healthy(&host).await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_garbage_flood_is_ignored_without_flooding_the_log() {
+    let _shared = MEMORY.read().await;
+    let host = start("garbler", "garbage-flood").await;
+    let mut events = Box::pin(host.events());
+    wait_for(&mut events, Duration::from_secs(60), |e| {
+        matches!(e, HostEvent::ServerLog { server, message } if &**server == "garbler"
+            && message.data == GARBAGE_FLOOD_DONE)
+    })
+    .await;
+    // Every line was read and ignored; the log got the first few and then one
+    // in a thousand, each with the running count.
+    let lines = logged("garbler", "ignored malformed message");
+    assert!(lines.len() >= 32, "{}", lines.len());
+    assert!(
+        lines.len() <= 32 + GARBAGE_FLOOD_LINES / 1000,
+        "{}",
+        lines.len()
+    );
+    assert!(!logged("garbler", &format!("ignored={GARBAGE_FLOOD_LINES}")).is_empty());
+    assert_eq!(
+        echo(&host, "garbler", "still fine").await.unwrap(),
+        "still fine"
+    );
+    assert_eq!(status(&host, "garbler").restarts, 0);
     assert_healthy(&host).await;
     host.shutdown().await;
 }

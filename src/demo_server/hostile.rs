@@ -27,6 +27,10 @@ pub const REORDER_BATCH: usize = 4;
 /// Nesting depth of the `abyss` tool's schema (`too-deep`): past the JSON
 /// parser's recursion limit of 128.
 pub const TOO_DEEP: usize = 200;
+/// Lines of garbage `garbage-flood` sends once initialized.
+pub const GARBAGE_FLOOD_LINES: usize = 50_000;
+/// The log message `garbage-flood` sends after its garbage.
+pub const GARBAGE_FLOOD_DONE: &str = "garbage flood done";
 /// Requests `server-requests` sends once initialized, with their ids.
 pub const SERVER_REQUESTS: [(&str, &str); 4] = [
     ("sampling/createMessage", "s-1"),
@@ -55,6 +59,9 @@ pub enum Hostile {
     WrongVersion,
     /// Once initialized, send log and unknown notifications without pause, forever.
     NotificationFlood,
+    /// Once initialized, send 50,000 lines that are not JSON, then a log
+    /// message saying so.
+    GarbageFlood,
     /// List 10,000 tools (`t00000` …) in one page.
     ManyTools,
     /// List a tool `huge` whose input schema is ~0.8 MB, wide and deep.
@@ -157,6 +164,16 @@ impl Hostile {
             Hostile::NotificationFlood => {
                 let shared = Arc::clone(shared);
                 tokio::spawn(async move { flood_notifications(&shared).await });
+            }
+            Hostile::GarbageFlood => {
+                for i in 0..GARBAGE_FLOOD_LINES {
+                    let line = format!("garbage line {i}, not JSON\n");
+                    shared.outbox.send_raw(line.into_bytes()).await;
+                }
+                let params =
+                    json!({ "level": "info", "logger": "flood", "data": GARBAGE_FLOOD_DONE });
+                let note = Notification::new(methods::LOG_MESSAGE, Some(params));
+                shared.outbox.send(&Message::Notification(note)).await;
             }
             Hostile::ServerRequests => {
                 for (method, id) in SERVER_REQUESTS {

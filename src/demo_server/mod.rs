@@ -37,8 +37,8 @@ use tokio::sync::mpsc;
 
 use handlers::ToolCall;
 pub use hostile::{
-    HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile, MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS,
-    TOO_DEEP, many_tool_name,
+    GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile,
+    MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS, TOO_DEEP, many_tool_name,
 };
 pub use options::{DEFAULT_PAGE_SIZE, DemoServerOptions};
 use state::{OUTBOX_CAPACITY, Outbox, Outgoing, Shared, lock};

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
+use super::malformed::MalformedCount;
 use super::{CallRequest, ServerMsg};
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError};
@@ -71,6 +72,7 @@ pub(crate) struct Connection {
     relist: bool,
     list_generation: u64,
     startup_timer: Option<Timer>,
+    malformed: MalformedCount,
 }
 
 impl Connection {
@@ -101,6 +103,7 @@ impl Connection {
             relist: false,
             list_generation: 0,
             startup_timer: None,
+            malformed: MalformedCount::default(),
         }
     }
 
@@ -224,15 +227,11 @@ impl Connection {
                 for item in items {
                     match item {
                         Ok(msg) => self.on_message(myself, msg),
-                        Err(e) => {
-                            tracing::warn!(server = %self.name, "ignored malformed batch element: {e}")
-                        }
+                        Err(e) => self.ignore_malformed("batch element", &e),
                     }
                 }
             }
-            TransportEvent::Malformed(e) => {
-                tracing::warn!(server = %self.name, "ignored malformed message: {e}")
-            }
+            TransportEvent::Malformed(e) => self.ignore_malformed("message", &e),
             TransportEvent::RequestFailed { id, error } => self.request_failed(myself, id, error),
             TransportEvent::SessionRenewed => {
                 self.ctx.bus.emit(HostEvent::SessionRenewed {
@@ -246,6 +245,13 @@ impl Connection {
                 }
             }
             TransportEvent::Closed(e) => self.fail(myself, ConnectionError::Transport(e)),
+        }
+    }
+
+    fn ignore_malformed(&mut self, what: &str, e: &dyn std::fmt::Display) {
+        if self.malformed.note() {
+            let ignored = self.malformed.count();
+            tracing::warn!(server = %self.name, ignored, "ignored malformed {what}: {e}");
         }
     }
 

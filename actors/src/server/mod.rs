@@ -9,6 +9,7 @@
 //! nowhere to go.
 
 mod connection;
+mod malformed;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
