@@ -57,6 +57,7 @@ pub struct Report {
     /// Times a server reached `Failed` and came back through `Host::restart`.
     pub restarted_on_request: u64,
     pub sessions_renewed: u64,
+    /// Process groups seen running at the end of a cycle, each checked once gone.
     pub process_groups: u64,
     pub leaked_processes: u64,
     pub panics: usize,
@@ -160,7 +161,7 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "process groups: {} started, leaked processes: {}",
+            "process groups checked: {}, leaked processes: {}",
             self.process_groups, self.leaked_processes
         )?;
         writeln!(
