@@ -22,6 +22,7 @@
 
 pub mod clients;
 pub mod figures;
+pub mod profile;
 pub mod report;
 pub mod servers;
 pub mod stats;

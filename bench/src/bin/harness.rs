@@ -4,12 +4,14 @@
 //! `BENCHMARKS.md` and `benchmarks.json` (default: the workspace's `docs/`).
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
-//! (`harness probe-memory CLIENT N`), so one build has every part it runs.
+//! (`harness probe-memory CLIENT N`), so one build has every part it runs;
+//! `harness profile-calls CLIENT N` makes only sequential calls, for a profiler.
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use mcpvisor_bench::figures::{self, Plan, Setup, memory};
+use mcpvisor_bench::profile;
 use mcpvisor_bench::report::Report;
 use mcpvisor_bench::report::machine::{Machine, Versions};
 use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
@@ -45,6 +47,7 @@ fn main() -> anyhow::Result<()> {
     match argv.get(1).map(String::as_str) {
         Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
+        Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
         _ => {}
     }
     let args = Args::parse();
@@ -87,6 +90,18 @@ fn probe(args: &[String]) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(memory::probe(client, n))?;
     println!("{}", serde_json::to_string(&result)?);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// `profile-calls CLIENT N`: sequential calls only; prints the mean round trip.
+fn profile_calls(args: &[String]) -> anyhow::Result<()> {
+    let [client, n] = args else {
+        anyhow::bail!("usage: harness profile-calls CLIENT N");
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mean = runtime.block_on(profile::profile_calls(client, n.parse()?))?;
+    println!("{client}: {mean:.1} µs per call");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }

@@ -61,14 +61,7 @@ pub fn spec(name: &str, server: &ServerTarget) -> ServerSpec {
         Endpoint::Stdio { command, args } => {
             ServerSpec::stdio(name, StdioSpec::new(command.clone(), args.clone()))
         }
-        Endpoint::Http { url } => ServerSpec::http(
-            name,
-            HttpSpec {
-                url: url.clone(),
-                headers: Vec::new(),
-                oauth: None,
-            },
-        ),
+        Endpoint::Http { url } => ServerSpec::http(name, HttpSpec::new(url.clone())),
     }
 }
 
