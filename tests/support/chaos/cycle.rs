@@ -1,6 +1,7 @@
 //! One chaos cycle: load on, one fault in, wait for the victim to come back,
 //! load off, check the invariants.
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -10,8 +11,6 @@ use mcpvisor::{CallError, CallOptions, HostEvent, ServerState, ServerStatus};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-
-use std::collections::BTreeMap;
 
 use super::load::{CallRecord, CallerTally, Load, error_kind};
 use super::plan::FaultKind;
