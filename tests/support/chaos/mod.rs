@@ -119,6 +119,8 @@ struct HttpSlot {
 fn http_script() -> Script {
     Script {
         hang_tool: Some("hang".into()),
+        // Memory is measured: the fixture must not keep every request.
+        unrecorded: true,
         // An open GET stream, so its thread is part of what must not leak.
         get: GetMode::Stream {
             events: 0,

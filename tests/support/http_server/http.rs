@@ -33,25 +33,37 @@ async fn serve(
         Some(Value::Array(messages)) => messages.first(),
         other => other.as_ref(),
     };
-    shared.record(Recorded {
-        http_method: method.to_string(),
-        rpc_method: first.and_then(method_of).map(str::to_string),
-        rpc_id: first.and_then(|m| m.get("id")).cloned(),
-        body: json.clone(),
-        session: header_str(&headers, SESSION_HEADER),
-        last_event_id: header_str(&headers, "last-event-id"),
-        accept: header_str(&headers, "accept"),
-        content_type: header_str(&headers, "content-type"),
-        authorization: header_str(&headers, "authorization"),
-        x_api_key: header_str(&headers, "x-api-key"),
-        at: Instant::now(),
-    });
     let script = shared.script();
+    // Long runs (the chaos harness) measure memory: their requests are not kept.
+    if !script.unrecorded {
+        shared.record(recorded(&method, &headers, first, json.clone()));
+    }
     match method {
         Method::POST => post(&shared, &script, &headers, json).await,
         Method::GET => get(&shared, &script, &headers),
         Method::DELETE => delete(&shared, &script, &headers),
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+fn recorded(
+    method: &Method,
+    headers: &HeaderMap,
+    first: Option<&Value>,
+    body: Option<Value>,
+) -> Recorded {
+    Recorded {
+        http_method: method.to_string(),
+        rpc_method: first.and_then(method_of).map(str::to_string),
+        rpc_id: first.and_then(|m| m.get("id")).cloned(),
+        body,
+        session: header_str(headers, SESSION_HEADER),
+        last_event_id: header_str(headers, "last-event-id"),
+        accept: header_str(headers, "accept"),
+        content_type: header_str(headers, "content-type"),
+        authorization: header_str(headers, "authorization"),
+        x_api_key: header_str(headers, "x-api-key"),
+        at: Instant::now(),
     }
 }
 

@@ -65,6 +65,9 @@ pub struct Script {
     pub dead_session_400: bool,
     /// Answer DELETE with 405.
     pub delete_not_allowed: bool,
+    /// Keep no record of requests (for long runs, where the record would grow
+    /// without end): [`HttpMcpServer::requests`](super::HttpMcpServer::requests) stays empty.
+    pub unrecorded: bool,
 }
 
 impl Script {
