@@ -280,15 +280,13 @@ impl Harness {
                 self.restart_on_request(&name).await?;
             }
             FaultKind::NeverAnswersInitialize => {
-                // Restarted after the startup timeout, or Failed when earlier
-                // faults had used up the restart budget.
+                // Restarted after the startup timeout, or Failed when earlier faults
+                // (or the kill that set this one up) used up the restart budget.
                 let timed_out = wait_event(events, deadline, |e| match e {
                     HostEvent::ServerRestarting { server, reason, .. } => {
                         **server == *name && reason.contains("startup")
                     }
-                    HostEvent::ServerFailed { server, reason } => {
-                        **server == *name && reason.contains("startup")
-                    }
+                    HostEvent::ServerFailed { server, .. } => **server == *name,
                     _ => false,
                 })
                 .await;
