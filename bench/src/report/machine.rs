@@ -16,6 +16,9 @@ pub struct Machine {
     pub cpu_model: String,
     /// The kernel release.
     pub kernel: String,
+    /// `/proc/loadavg` (1, 5, 15 min) when the report was made: how busy the
+    /// machine was during the run, other work included.
+    pub load_average: String,
 }
 
 impl Machine {
@@ -34,6 +37,10 @@ impl Machine {
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|_| unknown()),
+            load_average: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(unknown),
         }
     }
 }

@@ -30,13 +30,14 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "- Machine: {} CPUs, {}, Linux {}\n\
+        "- Machine: {} CPUs, {}, Linux {}; load average at the end of the run {} (1, 5, 15 min)\n\
          - Versions: {}; mcpvisor {}; rmcp {}; node {}; server-everything {}; Python `mcp` {} ({})\n\
          - Plan: {} sequential calls after {} warm-up calls; {} calls in flight for {:.0} s; \
          {} spawn samples; {} servers for the fleet and memory figures; {} kills per restart figure\n",
         m.cpus,
         m.cpu_model,
         m.kernel,
+        m.load_average,
         v.rustc,
         v.mcpvisor,
         v.rmcp,
@@ -73,6 +74,7 @@ pub fn render(report: &Report) -> String {
 
     out.push_str("\n## Targets\n\n");
     targets(&mut out, &report.targets);
+    out.push_str(FLOORS);
 
     out.push_str(HOW);
     if !report.notes.is_empty() {
@@ -94,6 +96,13 @@ the same server and reading the answer whole. The **tokio floor** (stdio only) i
 line to `cat` through Tokio's pipes on the harness's runtime: what any async client pays for the \
 reactor and for waking threads, and nothing of MCP. In the fleet and memory figures, the floor \
 spawns `cat`s (through Tokio, all at once) and holds their pipes.\n";
+
+const FLOORS: &str = "
+The stdio floor target is checked against both floors. The blocking floor is two processes \
+handing a line back and forth on one core with no runtime in between; no async client comes near \
+it. The Tokio floor is the same exchange once a reactor and parked worker threads are involved, \
+which every client here pays; what lies above it is the client's own work per call.
+";
 
 const HOW: &str = "
 ## How each figure is taken
