@@ -31,7 +31,7 @@ pub(crate) enum Transport {
 impl Transport {
     async fn send(&mut self, out: Outbound) {
         let result = match self {
-            Transport::Stdio(t) => t.send(out.line).await,
+            Transport::Stdio(t) => t.send(out.line),
             Transport::Http(t) => t.send(out).await,
         };
         // A failed stdio write means the process is going away; its reader reports

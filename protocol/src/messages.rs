@@ -244,6 +244,52 @@ pub fn call_tool_params(
     Value::Object(params)
 }
 
+/// A whole `tools/call` request with id `id`, serialised straight from borrowed
+/// parts and ended by a newline: a call's hot path builds no intermediate `Value`.
+/// `progress_token`, when given, is sent as `params._meta.progressToken`.
+pub fn call_tool_line(
+    id: i64,
+    name: &str,
+    arguments: Option<&Value>,
+    progress_token: Option<i64>,
+) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        jsonrpc: &'static str,
+        id: i64,
+        method: &'static str,
+        params: Params<'a>,
+    }
+    #[derive(Serialize)]
+    struct Params<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments: Option<&'a Value>,
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<Meta>,
+    }
+    #[derive(Serialize)]
+    struct Meta {
+        #[serde(rename = "progressToken")]
+        progress_token: i64,
+    }
+    let line = Line {
+        jsonrpc: "2.0",
+        id,
+        method: methods::TOOLS_CALL,
+        params: Params {
+            name,
+            arguments,
+            meta: progress_token.map(|progress_token| Meta { progress_token }),
+        },
+    };
+    let mut out = Vec::with_capacity(96 + name.len());
+    // Serialising borrowed strings, numbers and a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &line);
+    out.push(b'\n');
+    out
+}
+
 /// One block of a tool result. Unknown kinds are kept whole as raw JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
@@ -519,5 +565,29 @@ mod tests {
         let p = call_tool_params("echo", Some(json!({"text": "x"})), Some(&json!(4)));
         assert_eq!(p["_meta"]["progressToken"], 4);
         assert_eq!(p["arguments"]["text"], "x");
+    }
+
+    #[test]
+    fn call_line_is_the_request_call_params_describe() {
+        use crate::jsonrpc::{Incoming, Message};
+        let args = json!({"text": "a \"quoted\"\nline", "n": 1.5});
+        for (arguments, progress) in [(Some(&args), Some(9)), (None, None)] {
+            let line = call_tool_line(7, "echo\u{1}", arguments, progress);
+            assert_eq!(line.last(), Some(&b'\n'));
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+            let Ok(Incoming::Single(Message::Request(req))) =
+                Message::parse(&line[..line.len() - 1])
+            else {
+                panic!("not a request: {}", String::from_utf8_lossy(&line));
+            };
+            assert_eq!(req.id, crate::RequestId::Number(7));
+            assert_eq!(req.method, methods::TOOLS_CALL);
+            let expected = call_tool_params(
+                "echo\u{1}",
+                arguments.cloned(),
+                progress.map(Value::from).as_ref(),
+            );
+            assert_eq!(req.params, Some(expected));
+        }
     }
 }

@@ -6,6 +6,8 @@
 //! server sends into [`SessionEvent`]s. Sockets, processes and clocks stay outside.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::Value;
 
@@ -125,7 +127,8 @@ enum Pending<T> {
 
 /// A client session: one per connection.
 pub struct ClientSession<T> {
-    next_id: i64,
+    /// Shared with whoever else sends requests on this connection, so ids never collide.
+    ids: Arc<AtomicI64>,
     pending: HashMap<RequestId, Pending<T>>,
     state: HandshakeState,
     params: InitializeParams,
@@ -134,8 +137,19 @@ pub struct ClientSession<T> {
 impl<T> ClientSession<T> {
     /// A new session that will introduce itself as `name`/`version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self::with_ids(name, version, Arc::default())
+    }
+
+    /// A session that takes request ids from `ids`, a counter it shares with
+    /// requests sent beside it (calls that do not pass through the session).
+    /// Every id is the counter's next value, so they stay unique per connection.
+    pub fn with_ids(
+        name: impl Into<String>,
+        version: impl Into<String>,
+        ids: Arc<AtomicI64>,
+    ) -> Self {
         ClientSession {
-            next_id: 0,
+            ids,
             pending: HashMap::new(),
             state: HandshakeState::New,
             params: InitializeParams::new(name, version),
@@ -158,8 +172,7 @@ impl<T> ClientSession<T> {
     }
 
     fn alloc_id(&mut self) -> RequestId {
-        self.next_id += 1;
-        RequestId::Number(self.next_id)
+        RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
     /// Starts the handshake: returns the `initialize` request to send.

@@ -64,6 +64,12 @@ pub enum TransportError {
     /// Writing to the server failed.
     #[error("writing to the server failed: {0}")]
     Write(Arc<io::Error>),
+    /// The server has left this many bytes unread: the message was not queued.
+    #[error("the server is not reading its input: over {limit} bytes wait to be written")]
+    Backlog {
+        /// The backlog limit in bytes.
+        limit: usize,
+    },
     /// Reading from the server failed.
     #[error("reading from the server failed: {0}")]
     Read(Arc<io::Error>),

@@ -25,4 +25,4 @@ pub use event::{Outbound, TransportEvent, TransportSink};
 pub use headers::{HeaderError, HttpHeaders};
 pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
 pub use mcpvisor_protocol::secret::{self, SecretString};
-pub use stdio::{StdioOptions, StdioSpec, StdioTransport};
+pub use stdio::{StdioOptions, StdioSpec, StdioTransport, StdioWriter};

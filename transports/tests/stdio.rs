@@ -64,7 +64,6 @@ fn live_group_members(pgid: u32) -> Vec<u32> {
 async fn messages_round_trip_through_cat() {
     let (mut t, mut rx) = start("exec cat", StdioOptions::default());
     t.send(br#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#.to_vec())
-        .await
         .unwrap();
     match next(&mut rx).await {
         TransportEvent::Message(Incoming::Single(Message::Response(r))) => {
@@ -72,7 +71,7 @@ async fn messages_round_trip_through_cat() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    t.send(b"not json".to_vec()).await.unwrap();
+    t.send(b"not json".to_vec()).unwrap();
     assert!(matches!(next(&mut rx).await, TransportEvent::Malformed(_)));
     t.shutdown().await;
 }
@@ -201,4 +200,62 @@ fn spec_debug_redacts_env_values() {
     let shown = format!("{spec:?}");
     assert!(!shown.contains("tok-8f3a9c-secret"), "{shown}");
     assert!(shown.contains("API_TOKEN=[redacted]"), "{shown}");
+}
+
+/// A server that does not read yet: lines beyond what the pipe holds wait in the
+/// writer's queue up to the backlog limit, later ones are refused with a typed
+/// error, and once the server reads, every accepted line arrives whole and in order.
+#[tokio::test]
+async fn a_server_that_does_not_read_gets_a_bounded_backlog_in_order() {
+    let options = StdioOptions {
+        write_backlog: 256 * 1024,
+        ..StdioOptions::default()
+    };
+    // `cat` starts only after the marker file appears.
+    let dir = std::env::temp_dir().join(format!("mcpvisor-writer-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    let script = format!(
+        "while [ ! -e {0} ]; do sleep 0.02; done; exec cat",
+        dir.display()
+    );
+    let (mut t, mut rx) = start(&script, options);
+    let padding = "x".repeat(16 * 1024);
+    let mut accepted = 0u32;
+    let refused = loop {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{accepted},"result":{{"p":"{padding}"}}}}"#);
+        match t.send(line.into_bytes()) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 1000, "the backlog never filled");
+    };
+    assert!(
+        matches!(refused, TransportError::Backlog { limit } if limit == 256 * 1024),
+        "{refused:?}"
+    );
+    // The queue filled up to its bound before refusing.
+    let line_len = padding.len() + 48;
+    assert!(
+        accepted as usize * line_len >= 256 * 1024 - line_len,
+        "accepted only {accepted} lines"
+    );
+    std::fs::write(&dir, b"").unwrap();
+    for expected in 0..accepted {
+        match next(&mut rx).await {
+            TransportEvent::Message(Incoming::Single(Message::Response(r))) => {
+                assert_eq!(r.id, mcpvisor_protocol::RequestId::Number(expected.into()));
+                assert_eq!(r.result["p"].as_str().map(str::len), Some(padding.len()));
+            }
+            other => panic!("line {expected}: unexpected {other:?}"),
+        }
+    }
+    // Drained: the writer takes lines again.
+    t.send(br#"{"jsonrpc":"2.0","id":"after","result":{}}"#.to_vec())
+        .unwrap();
+    assert!(matches!(
+        next(&mut rx).await,
+        TransportEvent::Message(Incoming::Single(Message::Response(_)))
+    ));
+    t.shutdown().await;
+    let _ = std::fs::remove_file(&dir);
 }

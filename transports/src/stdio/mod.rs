@@ -8,6 +8,7 @@
 
 mod reader;
 mod stderr;
+mod writer;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -19,8 +20,8 @@ use mcpvisor_protocol::STDIO_FRAME_LIMIT;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -29,6 +30,7 @@ use crate::event::TransportSink;
 use crate::secret::SecretString;
 use reader::StdoutReader;
 use stderr::{StderrTail, pump_stderr};
+pub use writer::StdioWriter;
 
 /// What to run. Environment values are secrets: `Debug` never shows them.
 #[derive(Clone, PartialEq, Eq)]
@@ -85,6 +87,9 @@ pub struct StdioOptions {
     pub grace: Duration,
     /// How long to wait for the exit status once stdout has ended.
     pub exit_wait: Duration,
+    /// Most bytes queued for a server that is not reading its stdin; past it a
+    /// message is refused (a call fails) rather than buffered.
+    pub write_backlog: usize,
 }
 
 impl Default for StdioOptions {
@@ -94,6 +99,7 @@ impl Default for StdioOptions {
             stderr_tail_lines: 20,
             grace: Duration::from_millis(500),
             exit_wait: Duration::from_secs(1),
+            write_backlog: 16 * 1024 * 1024,
         }
     }
 }
@@ -101,7 +107,7 @@ impl Default for StdioOptions {
 /// A running stdio server. Dropping it without [`StdioTransport::shutdown`]
 /// still kills the whole process group.
 pub struct StdioTransport {
-    stdin: Option<ChildStdin>,
+    stdin: Arc<StdioWriter>,
     child: Arc<tokio::sync::Mutex<Child>>,
     pid: u32,
     tasks: Vec<JoinHandle<()>>,
@@ -152,6 +158,11 @@ impl StdioTransport {
         else {
             return Err(spawn_err(std::io::Error::other("stdio pipes missing")));
         };
+        let stdin = stdin
+            .into_owned_fd()
+            .and_then(pipe::Sender::from_owned_fd)
+            .map_err(spawn_err)?;
+        let stdin = StdioWriter::new(stdin, options.write_backlog);
         let server: Arc<str> = Arc::from(server);
         let child = Arc::new(tokio::sync::Mutex::new(child));
         let tail = Arc::new(Mutex::new(StderrTail::new(options.stderr_tail_lines)));
@@ -173,12 +184,13 @@ impl StdioTransport {
             server: server.clone(),
         };
         let stdout_task = tokio::spawn(reader.run(stdout));
+        let stdin_task = tokio::spawn(stdin.clone().run());
         tracing::debug!(server = %server, pid, command = %spec.command, "started stdio server");
         Ok(StdioTransport {
-            stdin: Some(stdin),
+            stdin,
             child,
             pid,
-            tasks: vec![stdout_task, stderr_task],
+            tasks: vec![stdout_task, stderr_task, stdin_task],
             grace: options.grace,
             down: false,
             server,
@@ -191,13 +203,16 @@ impl StdioTransport {
     }
 
     /// Writes one message; `line` must not contain a newline, one is appended.
-    pub async fn send(&mut self, mut line: Vec<u8>) -> Result<(), TransportError> {
-        let stdin = self.stdin.as_mut().ok_or(TransportError::Closed)?;
+    /// Never waits (see [`StdioWriter::write_line`]).
+    pub fn send(&self, mut line: Vec<u8>) -> Result<(), TransportError> {
         line.push(b'\n');
-        stdin
-            .write_all(&line)
-            .await
-            .map_err(|e| TransportError::Write(Arc::new(e)))
+        self.stdin.write_line(line)
+    }
+
+    /// The server's stdin, for tasks that write lines themselves. Lines written
+    /// through it and through [`StdioTransport::send`] keep one order.
+    pub fn writer(&self) -> Arc<StdioWriter> {
+        self.stdin.clone()
     }
 
     /// Tears the server down: closes stdin, waits, then SIGTERM and SIGKILL to the
@@ -210,7 +225,7 @@ impl StdioTransport {
         for task in self.tasks.drain(..) {
             task.abort();
         }
-        drop(self.stdin.take());
+        self.stdin.close();
         let pgid = Pid::from_raw(self.pid as i32);
         let mut child = self.child.lock().await;
         let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok();
@@ -237,6 +252,7 @@ impl Drop for StdioTransport {
             for task in self.tasks.drain(..) {
                 task.abort();
             }
+            self.stdin.close();
             // Last line of defence (a panic, an aborted task): no process outlives its transport.
             let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
         }
