@@ -196,6 +196,30 @@ async fn progress_reaches_the_caller() {
     host.shutdown().await;
 }
 
+/// Answers complete calls without passing through the server actor unless
+/// something the server sent earlier is still queued there: under load, every
+/// progress notification still reaches its callback before its call resolves.
+#[tokio::test]
+async fn progress_always_arrives_before_the_answer() {
+    let host = ready_host(&[]).await;
+    for round in 0..5 {
+        let calls = (0..16).map(|i| {
+            let seen = Arc::new(Mutex::new(0u32));
+            let sink = seen.clone();
+            let options = CallOptions::default().on_progress(move |_| *sink.lock().unwrap() += 1);
+            let call = host.call("mcp__demo__progress", json!({"steps": 25}), options);
+            async move {
+                let r = call.await.unwrap();
+                assert_eq!(r.text(), "done 25 steps");
+                let count = *seen.lock().unwrap();
+                assert_eq!(count, 25, "round {round}, call {i}");
+            }
+        });
+        join_all(calls).await;
+    }
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_panicking_progress_callback_does_not_break_the_connection() {
     let host = ready_host(&[]).await;

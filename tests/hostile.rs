@@ -185,6 +185,22 @@ async fn answers_out_of_order_reach_their_own_calls() {
 }
 
 #[tokio::test]
+async fn answers_in_one_batch_reach_their_own_calls() {
+    let _shared = MEMORY.read().await;
+    let host = start("batcher", "batched-answers").await;
+    for round in 0..3 {
+        let texts: Vec<String> = (0..REORDER_BATCH).map(|i| format!("{round}-{i}")).collect();
+        let results = join_all(texts.iter().map(|t| echo(&host, "batcher", t))).await;
+        for (text, result) in texts.iter().zip(results) {
+            assert_eq!(&result.unwrap(), text);
+        }
+    }
+    assert_eq!(status(&host, "batcher").restarts, 0);
+    assert_healthy(&host).await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
 async fn invalid_json_lines_are_ignored_with_a_log_line() {
     let _shared = MEMORY.read().await;
     let host = start("babbler", "invalid-json").await;

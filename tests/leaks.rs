@@ -80,10 +80,15 @@ fn snapshot() -> Snapshot {
         };
         let name = name.trim_end().to_string();
         // The harness's threads for this file's other tests come and go on their own.
-        if TESTS
+        // A test thread starts with the main thread's name until it renames itself;
+        // only the harness's main thread starts threads, so that name is theirs.
+        let main_thread_name =
+            || fs::read_to_string("/proc/self/comm").is_ok_and(|main| main.trim_end() == name);
+        let harness = TESTS
             .iter()
             .any(|t| !name.is_empty() && t.starts_with(&name))
-        {
+            || (tid != std::process::id() && main_thread_name());
+        if harness {
             continue;
         }
         threads.insert(tid, name);
@@ -347,8 +352,10 @@ fn assert_back_to(before: &Snapshot) {
     let now = snapshot();
     assert!(
         settled,
-        "new threads {:?}; fds before {:?}, after {:?}",
+        "new threads {:?}; threads before {:?}, after {:?}; fds before {:?}, after {:?}",
         new_threads(before, &now),
+        before.threads,
+        now.threads,
         before.fds,
         now.fds
     );

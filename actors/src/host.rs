@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -16,22 +16,22 @@ use tokio::time::Sleep;
 
 use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
+use crate::lane::{Answer, CallLane};
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::routes::{RouteSnapshot, RouteTable};
-use crate::server::{CallRequest, ServerMsg};
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
 use crate::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 
 /// A running supervisor and everything a host needs to use it.
 ///
 /// Reading tools and routing a call never wait on an actor's mailbox: the
-/// route table is a snapshot that only the registry replaces.
+/// route table is a snapshot that only the registry replaces, and a call goes
+/// to its server through the connection's call lane, not the server actor.
 pub struct Host {
     supervisor: ActorRef<SupervisorMsg>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
     bus: EventBus,
-    next_token: AtomicU64,
     shut_down: AtomicBool,
     /// Subscribed before the supervisor started, so the first `events()` misses nothing.
     first_events: parking_lot::Mutex<Option<broadcast::Receiver<HostEvent>>>,
@@ -71,7 +71,6 @@ impl Host {
             routes,
             status,
             bus,
-            next_token: AtomicU64::new(1),
             shut_down: AtomicBool::new(false),
             first_events,
         })
@@ -100,35 +99,22 @@ impl Host {
         let Some(route) = self.routes.lookup(name) else {
             return PendingCall::failed(CallError::UnknownTool(name.to_string()));
         };
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let timeout = options.timeout.unwrap_or(route.request_timeout);
-        let (reply, rx) = oneshot::channel();
-        let request = CallRequest {
-            token,
-            tool: route.definition.name.tool().to_string(),
-            arguments: (!arguments.is_null()).then_some(arguments),
-            progress: options.progress,
-            reply,
-        };
-        if route
-            .actor
-            .cast(ServerMsg::Call(Box::new(request)))
-            .is_err()
-        {
-            return PendingCall::failed(CallError::ServerUnavailable {
-                server: route.server.clone(),
-            });
-        }
-        PendingCall {
-            inner: Some(Waiting {
-                rx,
-                actor: route.actor.clone(),
-                token,
-                server: route.server.clone(),
-                timeout,
-                deadline: Box::pin(tokio::time::sleep(timeout)),
-            }),
-            failed: None,
+        let arguments = (!arguments.is_null()).then_some(&arguments);
+        let lane = &route.lane;
+        match lane.start(route.definition.name.tool(), arguments, options.progress) {
+            Ok((id, answer)) => PendingCall {
+                inner: Some(Waiting {
+                    answer,
+                    lane: lane.clone(),
+                    id,
+                    timeout,
+                    deadline: Box::pin(tokio::time::sleep(timeout)),
+                    timed_out: false,
+                }),
+                failed: None,
+            },
+            Err(e) => PendingCall::failed(e),
         }
     }
 
@@ -241,12 +227,13 @@ impl Drop for Host {
 }
 
 struct Waiting {
-    rx: oneshot::Receiver<Result<CallToolResult, CallError>>,
-    actor: ActorRef<ServerMsg>,
-    token: u64,
-    server: Arc<str>,
+    answer: Answer,
+    lane: Arc<CallLane>,
+    id: i64,
     timeout: Duration,
     deadline: Pin<Box<Sleep>>,
+    /// The deadline passed just as the answer was being delivered: take the answer.
+    timed_out: bool,
 }
 
 /// A call in flight. Await it for the result; drop it to cancel.
@@ -266,7 +253,7 @@ impl PendingCall {
 
     /// A handle that cancels this call from elsewhere (a Ctrl-C handler, another task).
     pub fn canceller(&self) -> CallCanceller {
-        CallCanceller(self.inner.as_ref().map(|w| (w.actor.clone(), w.token)))
+        CallCanceller(self.inner.as_ref().map(|w| (w.lane.clone(), w.id)))
     }
 }
 
@@ -278,8 +265,8 @@ impl Future for PendingCall {
         let Some(waiting) = this.inner.as_mut() else {
             return Poll::Ready(Err(this.failed.take().unwrap_or(CallError::Cancelled)));
         };
-        if let Poll::Ready(answer) = Pin::new(&mut waiting.rx).poll(cx) {
-            let server = waiting.server.clone();
+        if let Poll::Ready(answer) = Pin::new(&mut waiting.answer).poll(cx) {
+            let server = waiting.lane.server().clone();
             this.inner = None;
             return Poll::Ready(answer.unwrap_or_else(|_| {
                 Err(CallError::ConnectionClosed {
@@ -288,17 +275,17 @@ impl Future for PendingCall {
                 })
             }));
         }
-        if waiting.deadline.as_mut().poll(cx).is_ready() {
-            let _ = waiting.actor.cast(ServerMsg::CallTimedOut {
-                token: waiting.token,
-                after: waiting.timeout,
-            });
-            let error = CallError::Timeout {
-                server: waiting.server.clone(),
-                after: waiting.timeout,
-            };
-            this.inner = None;
-            return Poll::Ready(Err(error));
+        if !waiting.timed_out && waiting.deadline.as_mut().poll(cx).is_ready() {
+            waiting.timed_out = true;
+            if waiting.lane.timed_out(waiting.id, waiting.timeout) {
+                let error = CallError::Timeout {
+                    server: waiting.lane.server().clone(),
+                    after: waiting.timeout,
+                };
+                this.inner = None;
+                return Poll::Ready(Err(error));
+            }
+            // Whoever took the call from the lane is sending its answer now.
         }
         Poll::Pending
     }
@@ -307,22 +294,20 @@ impl Future for PendingCall {
 impl Drop for PendingCall {
     fn drop(&mut self) {
         if let Some(waiting) = self.inner.take() {
-            let _ = waiting.actor.cast(ServerMsg::Cancel {
-                token: waiting.token,
-            });
+            waiting.lane.cancel(waiting.id);
         }
     }
 }
 
 /// Cancels one call; the call's future then resolves to [`CallError::Cancelled`].
 #[derive(Clone)]
-pub struct CallCanceller(Option<(ActorRef<ServerMsg>, u64)>);
+pub struct CallCanceller(Option<(Arc<CallLane>, i64)>);
 
 impl CallCanceller {
     /// Sends the cancellation (a no-op for a call that already ended).
     pub fn cancel(&self) {
-        if let Some((actor, token)) = &self.0 {
-            let _ = actor.cast(ServerMsg::Cancel { token: *token });
+        if let Some((lane, id)) = &self.0 {
+            lane.cancel(*id);
         }
     }
 }

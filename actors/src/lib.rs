@@ -3,7 +3,7 @@
 //! ```text
 //! SupervisorActor                 one per Host; restart policy
 //!  ├─ RegistryActor               route table; rejects invalid and duplicate routes
-//!  └─ ServerActor (per server)    one connection: handshake, tools, calls
+//!  └─ ServerActor (per server)    one connection: handshake, tools, its call lane
 //!      └─ TransportActor          the server's process; torn down with its parent
 //! ```
 //!
@@ -18,6 +18,7 @@ mod context;
 pub mod error;
 pub mod events;
 mod host;
+mod lane;
 pub mod options;
 mod registry;
 pub mod restart;

@@ -16,15 +16,15 @@ use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::events::{EventBus, HostEvent};
+use crate::lane::CallLane;
 use crate::routes::{Route, RouteSnapshot, RouteTable};
-use crate::server::ServerMsg;
 use crate::status::{ServerId, ServerState, StatusBoard};
 
 /// What a server tells the registry after a full tools/list.
 pub(crate) struct ToolsReport {
     pub(crate) id: ServerId,
     pub(crate) name: Arc<str>,
-    pub(crate) actor: ActorRef<ServerMsg>,
+    pub(crate) lane: Arc<CallLane>,
     pub(crate) request_timeout: Duration,
     pub(crate) tools: Vec<Tool>,
     /// Entries of the list that were not tools at all.
@@ -50,7 +50,7 @@ pub(crate) struct RegistryArgs {
 
 struct ServerRoutes {
     name: Arc<str>,
-    actor: ActorRef<ServerMsg>,
+    lane: Arc<CallLane>,
     request_timeout: Duration,
     definitions: Vec<ToolDefinition>,
 }
@@ -134,7 +134,7 @@ impl RegistryState {
             report.id,
             ServerRoutes {
                 name: report.name.clone(),
-                actor: report.actor,
+                lane: report.lane,
                 request_timeout: report.request_timeout,
                 definitions,
             },
@@ -189,7 +189,7 @@ impl RegistryState {
                         definition: def.clone(),
                         server_id: id,
                         server: server.name.clone(),
-                        actor: server.actor.clone(),
+                        lane: server.lane.clone(),
                         request_timeout: server.request_timeout,
                     }),
                 );

@@ -1,4 +1,4 @@
-//! The route table: qualified name → the server actor that serves it.
+//! The route table: qualified name → the connection (its call lane) that serves it.
 //!
 //! Only the registry writes it; hosts read a snapshot (an `Arc` swapped under a
 //! short lock), so looking a route up never waits on a mailbox.
@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use mcpvisor_protocol::ToolDefinition;
 use parking_lot::RwLock;
-use ractor::ActorRef;
 
-use crate::server::ServerMsg;
+use crate::lane::CallLane;
 use crate::status::ServerId;
 
 /// One advertised tool and where calls to it go.
@@ -23,7 +22,7 @@ pub struct Route {
     pub server_id: ServerId,
     /// Its name.
     pub server: Arc<str>,
-    pub(crate) actor: ActorRef<ServerMsg>,
+    pub(crate) lane: Arc<CallLane>,
     pub(crate) request_timeout: Duration,
 }
 

@@ -9,10 +9,12 @@
 
 use std::sync::{Arc, OnceLock};
 
+use mcpvisor_protocol::Incoming;
 use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 
+use crate::lane::CallLane;
 use crate::server::ServerMsg;
 
 pub(crate) enum TransportMsg {
@@ -102,6 +104,10 @@ impl Actor for TransportActor {
 pub(crate) struct InboundSink {
     pub(crate) server: ActorRef<ServerMsg>,
     pub(crate) gate: Arc<Semaphore>,
+    /// The gate's size: all permits free means nothing waits in the actor's mailbox.
+    pub(crate) capacity: usize,
+    /// Set once the lane exists; answers to calls complete there directly.
+    pub(crate) lane: OnceLock<Arc<CallLane>>,
     /// Set once the transport actor exists; stopped if the server actor is gone,
     /// so a server actor that died without its `post_stop` leaves no process behind.
     pub(crate) transport: OnceLock<ActorRef<TransportMsg>>,
@@ -109,6 +115,19 @@ pub(crate) struct InboundSink {
 
 impl TransportSink for InboundSink {
     async fn deliver(&self, event: TransportEvent) -> bool {
+        let event = match (event, self.lane.get()) {
+            // Only with nothing queued for the actor: an answer must not overtake the
+            // notifications the server sent before it.
+            (TransportEvent::Message(Incoming::Single(msg)), Some(lane))
+                if self.gate.available_permits() == self.capacity =>
+            {
+                match lane.complete(msg) {
+                    None => return true,
+                    Some(msg) => TransportEvent::Message(Incoming::Single(msg)),
+                }
+            }
+            (event, _) => event,
+        };
         let Ok(permit) = self.gate.clone().acquire_owned().await else {
             return false;
         };

@@ -22,7 +22,7 @@ pub const MANY_TOOLS: usize = 10_000;
 pub const HUGE_SCHEMA_PROPERTIES: usize = 4_000;
 /// Nesting depth of the `deep` property in the `huge` tool's schema.
 pub const HUGE_SCHEMA_DEPTH: usize = 32;
-/// Answers `out-of-order` holds back and then sends last first.
+/// Answers `out-of-order` and `batched-answers` hold back and then send last first.
 pub const REORDER_BATCH: usize = 4;
 /// Nesting depth of the `abyss` tool's schema (`too-deep`): past the JSON
 /// parser's recursion limit of 128.
@@ -51,6 +51,9 @@ pub enum Hostile {
     DuplicateAnswers,
     /// Hold tool answers until four are due, then send them last first.
     OutOfOrder,
+    /// Hold tool answers until four are due, then send them as one JSON-RPC
+    /// batch (an array on one line), last first.
+    BatchedAnswers,
     /// Precede every tool answer with lines that are not JSON (binary included).
     InvalidJson,
     /// Precede every tool answer with JSON values that are not objects.
@@ -220,6 +223,25 @@ impl Hostile {
                 for line in batch.into_iter().rev() {
                     shared.outbox.send_raw(line).await;
                 }
+            }
+            Hostile::BatchedAnswers => {
+                let held = {
+                    let mut held = lock(&shared.held_answers);
+                    held.push(line);
+                    if held.len() < REORDER_BATCH {
+                        return;
+                    }
+                    std::mem::take(&mut *held)
+                };
+                let mut batch = b"[".to_vec();
+                for (i, line) in held.iter().rev().enumerate() {
+                    if i > 0 {
+                        batch.push(b',');
+                    }
+                    batch.extend_from_slice(line.strip_suffix(b"\n").unwrap_or(line));
+                }
+                batch.extend_from_slice(b"]\n");
+                shared.outbox.send_raw(batch).await;
             }
             Hostile::InvalidJson => {
                 for junk in [

@@ -1,29 +1,29 @@
 //! The state of one connection and what each message does to it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::ErrorObject;
-use mcpvisor_protocol::messages::{ToolsPage, call_tool_params, list_tools_params, methods};
+use mcpvisor_protocol::messages::{ToolsPage, list_tools_params, methods};
 use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
-use mcpvisor_protocol::{CallToolResult, ClientSession, Incoming, Message, RequestId, Tool};
+use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
 use ractor::ActorRef;
 use ractor::MessagingErr;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
+use super::ServerMsg;
 use super::malformed::MalformedCount;
-use super::{CallRequest, ServerMsg};
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError};
 use crate::events::HostEvent;
-use crate::options::{ProgressCallback, ServerSpec};
+use crate::lane::CallLane;
+use crate::options::ServerSpec;
 use crate::registry::{RegistryMsg, ToolsReport};
 use crate::status::ServerId;
 use crate::supervisor::SupervisorMsg;
@@ -34,14 +34,9 @@ const MAX_LIST_PAGES: usize = 10_000;
 /// More tools than this in one list is treated as a broken server.
 const MAX_TOOLS: usize = 100_000;
 
+/// What the session's own requests are for (calls go through the lane).
 pub(crate) enum Pending {
-    ListTools {
-        generation: u64,
-    },
-    Call {
-        token: u64,
-        reply: oneshot::Sender<Result<CallToolResult, CallError>>,
-    },
+    ListTools { generation: u64 },
 }
 
 struct Listing {
@@ -54,7 +49,7 @@ struct Listing {
     timer: Option<Timer>,
 }
 
-/// One connection: the session, the calls in flight, the tool listing under way.
+/// One connection: the session, its lane of calls, the tool listing under way.
 pub(crate) struct Connection {
     id: ServerId,
     name: Arc<str>,
@@ -63,11 +58,9 @@ pub(crate) struct Connection {
     transport: ActorRef<TransportMsg>,
     pid: Option<u32>,
     session: ClientSession<Pending>,
+    lane: Arc<CallLane>,
     ready: bool,
     stopping: bool,
-    /// Host call token → JSON-RPC id of calls in flight.
-    calls: HashMap<u64, RequestId>,
-    progress: HashMap<u64, ProgressCallback>,
     listing: Option<Listing>,
     relist: bool,
     list_generation: u64,
@@ -82,10 +75,13 @@ impl Connection {
         ctx: Arc<HostContext>,
         transport: ActorRef<TransportMsg>,
         pid: Option<u32>,
+        lane: Arc<CallLane>,
+        ids: Arc<AtomicI64>,
     ) -> Self {
-        let session = ClientSession::new(
+        let session = ClientSession::with_ids(
             ctx.options.client_name.clone(),
             ctx.options.client_version.clone(),
+            ids,
         );
         Connection {
             id,
@@ -95,10 +91,9 @@ impl Connection {
             transport,
             pid,
             session,
+            lane,
             ready: false,
             stopping: false,
-            calls: HashMap::new(),
-            progress: HashMap::new(),
             listing: None,
             relist: false,
             list_generation: 0,
@@ -113,10 +108,6 @@ impl Connection {
 
     pub(crate) fn is_ready(&self) -> bool {
         self.ready
-    }
-
-    pub(crate) fn has_call(&self, token: u64) -> bool {
-        self.calls.contains_key(&token)
     }
 
     pub(crate) fn listing_generation(&self) -> Option<u64> {
@@ -162,62 +153,6 @@ impl Connection {
         }
         self.startup_timer =
             Some(myself.send_after(self.startup_timeout(), || ServerMsg::StartupTimeout));
-    }
-
-    pub(crate) fn call(&mut self, call: CallRequest) {
-        let CallRequest {
-            token,
-            tool,
-            arguments,
-            progress,
-            reply,
-        } = call;
-        if reply.is_closed() {
-            return; // The host gave up before the call got here.
-        }
-        if !self.ready || self.stopping {
-            let _ = reply.send(Err(CallError::ServerUnavailable {
-                server: self.name.clone(),
-            }));
-            return;
-        }
-        if self.session.pending_len() >= self.ctx.options.max_in_flight {
-            let _ = reply.send(Err(CallError::Overloaded {
-                server: self.name.clone(),
-                limit: self.ctx.options.max_in_flight,
-            }));
-            return;
-        }
-        let progress_token = progress.as_ref().map(|_| Value::from(token));
-        let params = call_tool_params(&tool, arguments, progress_token.as_ref());
-        // The session is ready (checked above), so it accepts the request.
-        if let Ok((id, msg)) = self.session.request(
-            methods::TOOLS_CALL,
-            Some(params),
-            Pending::Call { token, reply },
-        ) {
-            self.calls.insert(token, id);
-            if let Some(cb) = progress {
-                self.progress.insert(token, cb);
-            }
-            self.send(&msg);
-        }
-    }
-
-    pub(crate) fn cancel(&mut self, token: u64) {
-        let Some(id) = self.calls.remove(&token) else {
-            return;
-        };
-        self.progress.remove(&token);
-        if let Some((pending, note)) = self
-            .session
-            .cancel(&id, Some("cancelled by the host".into()))
-        {
-            self.send(&note);
-            if let Pending::Call { reply, .. } = pending {
-                let _ = reply.send(Err(CallError::Cancelled));
-            }
-        }
     }
 
     pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
@@ -274,14 +209,6 @@ impl Connection {
             return;
         }
         match self.session.forget(&id) {
-            Some(Pending::Call { token, reply }) => {
-                self.calls.remove(&token);
-                self.progress.remove(&token);
-                let _ = reply.send(Err(CallError::Transport {
-                    server: self.name.clone(),
-                    source: error,
-                }));
-            }
             Some(Pending::ListTools { generation }) => {
                 let error = ErrorObject {
                     code: mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
@@ -290,7 +217,9 @@ impl Connection {
                 };
                 self.on_tools_page(myself, generation, Err(error));
             }
-            None => {}
+            None => {
+                self.lane.fail(&id, error);
+            }
         }
     }
 
@@ -298,6 +227,10 @@ impl Connection {
         if self.stopping {
             return;
         }
+        // A call's answer that came this way (in a batch, or behind other events).
+        let Some(msg) = self.lane.complete(msg) else {
+            return;
+        };
         let handled = self.session.handle(msg);
         if let Some(reply) = &handled.reply {
             self.send(reply);
@@ -326,11 +259,7 @@ impl Connection {
                 }
             }
             SessionEvent::Progress(p) => {
-                if let Some(cb) = p
-                    .progress_token
-                    .as_u64()
-                    .and_then(|t| self.progress.get(&t))
-                {
+                if let Some(cb) = self.lane.progress(&p.progress_token) {
                     // A panicking host callback must not take the connection down with it.
                     let call = std::panic::AssertUnwindSafe(|| cb(&p));
                     if std::panic::catch_unwind(call).is_err() {
@@ -363,17 +292,6 @@ impl Connection {
     ) {
         match pending {
             Pending::ListTools { generation } => self.on_tools_page(myself, generation, outcome),
-            Pending::Call { token, reply } => {
-                self.calls.remove(&token);
-                self.progress.remove(&token);
-                let server = self.name.clone();
-                let result = match outcome {
-                    Ok(v) => CallToolResult::parse(v)
-                        .map_err(|source| CallError::InvalidResult { server, source }),
-                    Err(error) => Err(CallError::Rpc { server, error }),
-                };
-                let _ = reply.send(result);
-            }
         }
     }
 
@@ -470,10 +388,14 @@ impl Connection {
     }
 
     fn report(&mut self, myself: &ActorRef<ServerMsg>, listing: Listing) {
+        if listing.initial {
+            // Open before the routes exist, so the first call routed here is taken.
+            self.lane.open();
+        }
         let report = ToolsReport {
             id: self.id,
             name: self.name.clone(),
-            actor: myself.clone(),
+            lane: self.lane.clone(),
             request_timeout: self.request_timeout(),
             tools: listing.tools,
             rejected: listing.rejected,
@@ -549,13 +471,9 @@ impl Connection {
 
     fn fail_pending(&mut self, error: CallError) {
         self.stopping = true;
-        for pending in self.session.close() {
-            if let Pending::Call { reply, .. } = pending {
-                let _ = reply.send(Err(error.clone()));
-            }
-        }
-        self.calls.clear();
-        self.progress.clear();
+        // The session's own requests (tools/list) need no answer once it is closed.
+        self.session.close();
+        self.lane.close(&error);
         if let Some(timer) = self.startup_timer.take() {
             timer.abort();
         }

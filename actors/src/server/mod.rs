@@ -2,7 +2,8 @@
 //!
 //! It starts the transport as a linked child, runs the handshake and the first
 //! full tools/list (within the startup timeout), reports tools to the registry,
-//! and answers calls. Any failure of the connection — the process exiting, an
+//! and opens the connection's call lane (calls and their answers pass through
+//! the lane, not through this actor's mailbox). Any failure of the connection — the process exiting, an
 //! over-long frame, a failed handshake, a request timeout — fails every pending
 //! request and stops this actor; the supervisor decides about a restart. A new
 //! connection is always a new actor, so a late answer from an old one has
@@ -14,49 +15,30 @@ mod malformed;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcpvisor_protocol::CallToolResult;
+use std::sync::atomic::AtomicI64;
+
 use mcpvisor_transports::{HttpTransport, StdioTransport, TransportEvent};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::context::HostContext;
-use crate::error::{CallError, ConnectionError};
-use crate::options::{ProgressCallback, ServerSpec, TransportSpec};
+use crate::error::ConnectionError;
+use crate::lane::{CallLane, LaneWriter};
+use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
 use crate::transport::{InboundSink, Transport, TransportActor};
 pub(crate) use connection::Connection;
 
-/// A tool call on its way to a server.
-pub(crate) struct CallRequest {
-    /// Host-side handle of the call, used to cancel or time it out.
-    pub(crate) token: u64,
-    pub(crate) tool: String,
-    pub(crate) arguments: Option<Value>,
-    pub(crate) progress: Option<ProgressCallback>,
-    pub(crate) reply: oneshot::Sender<Result<CallToolResult, CallError>>,
-}
-
 /// Messages of the server actor.
 pub(crate) enum ServerMsg {
-    Call(Box<CallRequest>),
-    /// The host dropped or cancelled the call.
-    Cancel {
-        token: u64,
-    },
-    /// The host's deadline for the call passed.
-    CallTimedOut {
-        token: u64,
-        after: Duration,
-    },
+    /// A call's deadline passed while it waited: the connection is ended.
+    CallTimedOut { after: Duration },
     /// Something arrived on the transport; the permit bounds the backlog.
     Inbound(TransportEvent, OwnedSemaphorePermit),
     /// Startup (initialize + first tools/list) took too long.
     StartupTimeout,
     /// A re-list after `tools/list_changed` took too long.
-    ListTimedOut {
-        generation: u64,
-    },
+    ListTimedOut { generation: u64 },
 }
 
 pub(crate) struct ServerArgs {
@@ -78,10 +60,13 @@ impl Actor for ServerActor {
         args: ServerArgs,
     ) -> Result<Connection, ActorProcessingErr> {
         let ServerArgs { id, spec, ctx } = args;
+        let capacity = ctx.options.inbound_queue.max(1);
         let sink = Arc::new(InboundSink {
             server: myself.clone(),
-            gate: Arc::new(Semaphore::new(ctx.options.inbound_queue.max(1))),
+            gate: Arc::new(Semaphore::new(capacity)),
+            capacity,
             transport: OnceLock::new(),
+            lane: OnceLock::new(),
         });
         let (transport, pid) = match &spec.transport {
             TransportSpec::Stdio(stdio) => {
@@ -96,15 +81,32 @@ impl Actor for ServerActor {
                 (Transport::Http(t), None)
             }
         };
+        let stdin = match &transport {
+            Transport::Stdio(t) => Some(t.writer()),
+            Transport::Http(_) => None,
+        };
         let (child, _) =
             TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
                 .await?;
         let _ = sink.transport.set(child.clone());
+        let writer = match stdin {
+            Some(stdin) => LaneWriter::Stdio(stdin),
+            None => LaneWriter::Actor(child.clone()),
+        };
+        let ids = Arc::new(AtomicI64::new(0));
+        let lane = Arc::new(CallLane::new(
+            Arc::from(spec.name.as_str()),
+            myself.clone(),
+            writer,
+            ids.clone(),
+            ctx.options.max_in_flight,
+        ));
+        let _ = sink.lane.set(lane.clone());
         if pid.is_some() {
             ctx.status
                 .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = pid);
         }
-        let mut conn = Connection::new(id, spec, ctx, child, pid);
+        let mut conn = Connection::new(id, spec, ctx, child, pid, lane, ids);
         conn.begin(&myself);
         Ok(conn)
     }
@@ -116,12 +118,8 @@ impl Actor for ServerActor {
         conn: &mut Connection,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ServerMsg::Call(call) => conn.call(*call),
-            ServerMsg::Cancel { token } => conn.cancel(token),
-            ServerMsg::CallTimedOut { token, after } => {
-                if conn.has_call(token) {
-                    conn.fail(&myself, ConnectionError::RequestTimeout(after));
-                }
+            ServerMsg::CallTimedOut { after } => {
+                conn.fail(&myself, ConnectionError::RequestTimeout(after));
             }
             ServerMsg::Inbound(event, _permit) => conn.inbound(&myself, event),
             ServerMsg::StartupTimeout => {

@@ -1,0 +1,285 @@
+//! The call lane: how a tool call goes out and its answer comes back without
+//! passing through the server actor's mailbox.
+//!
+//! One lane per connection, shared by the routes (callers), the transport's
+//! reader (answers) and the server actor (lifecycle). A caller takes a request
+//! id from the counter it shares with the session, records its reply channel
+//! here, and writes its line itself (stdio) or hands it to the transport actor
+//! (HTTP). The reader completes the call from this table as soon as the answer
+//! is parsed. Everything that is not a call's answer — notifications, server
+//! requests, the session's own requests — still goes through the server actor,
+//! and so does an answer that arrives while earlier events are still queued
+//! there, so a call never completes before the progress or log messages the
+//! server sent ahead of its answer.
+//!
+//! The server actor opens the lane when the connection is ready and closes it
+//! when the connection ends, failing every call still in it.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use mcpvisor_protocol::jsonrpc::{ErrorResponse, Response};
+use mcpvisor_protocol::messages::{call_tool_line, methods};
+use mcpvisor_protocol::{CallToolResult, Message, RequestId};
+use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
+use parking_lot::Mutex;
+use ractor::ActorRef;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::error::CallError;
+use crate::options::ProgressCallback;
+use crate::server::ServerMsg;
+use crate::transport::TransportMsg;
+
+type Reply = oneshot::Sender<Result<CallToolResult, CallError>>;
+/// The answer to one call, as the caller waits for it.
+pub(crate) type Answer = oneshot::Receiver<Result<CallToolResult, CallError>>;
+
+/// Where a lane's lines go.
+pub(crate) enum LaneWriter {
+    /// Straight into the server's stdin.
+    Stdio(Arc<StdioWriter>),
+    /// Through the transport actor, which posts each request on its own task.
+    Actor(ActorRef<TransportMsg>),
+}
+
+struct Slot {
+    reply: Reply,
+    progress: Option<ProgressCallback>,
+}
+
+/// Request ids are sequential numbers: a multiplicative hash spreads them at a
+/// fraction of SipHash's cost, and nothing here is keyed by untrusted input
+/// (an answer's id is only looked up, never inserted).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+#[derive(Default)]
+struct Calls {
+    open: bool,
+    slots: HashMap<i64, Slot, BuildHasherDefault<IdHasher>>,
+}
+
+/// The calls in flight on one connection.
+pub(crate) struct CallLane {
+    server: Arc<str>,
+    actor: ActorRef<ServerMsg>,
+    writer: LaneWriter,
+    ids: Arc<AtomicI64>,
+    max_in_flight: usize,
+    calls: Mutex<Calls>,
+}
+
+impl std::fmt::Debug for CallLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallLane")
+            .field("server", &self.server)
+            .field("in_flight", &self.calls.lock().slots.len())
+            .finish()
+    }
+}
+
+impl CallLane {
+    pub(crate) fn new(
+        server: Arc<str>,
+        actor: ActorRef<ServerMsg>,
+        writer: LaneWriter,
+        ids: Arc<AtomicI64>,
+        max_in_flight: usize,
+    ) -> Self {
+        CallLane {
+            server,
+            actor,
+            writer,
+            ids,
+            max_in_flight,
+            calls: Mutex::default(),
+        }
+    }
+
+    /// The server this lane belongs to.
+    pub(crate) fn server(&self) -> &Arc<str> {
+        &self.server
+    }
+
+    /// Sends `tools/call` for `tool`. Returns the request id and the answer to wait on.
+    pub(crate) fn start(
+        &self,
+        tool: &str,
+        arguments: Option<&Value>,
+        progress: Option<ProgressCallback>,
+    ) -> Result<(i64, Answer), CallError> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        // The progress token is the request id: unique on this connection.
+        let line = call_tool_line(id, tool, arguments, progress.is_some().then_some(id));
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut calls = self.calls.lock();
+            if !calls.open {
+                return Err(self.unavailable());
+            }
+            if calls.slots.len() >= self.max_in_flight {
+                return Err(CallError::Overloaded {
+                    server: self.server.clone(),
+                    limit: self.max_in_flight,
+                });
+            }
+            // Recorded before the line is written, so the answer always finds it.
+            calls.slots.insert(id, Slot { reply, progress });
+        }
+        if let Err(e) = self.write(line, Some(id)) {
+            self.calls.lock().slots.remove(&id);
+            return Err(match e {
+                TransportError::Backlog { .. } => CallError::Transport {
+                    server: self.server.clone(),
+                    source: e,
+                },
+                // The process is going away; its exit is reported to the actor.
+                _ => self.unavailable(),
+            });
+        }
+        Ok((id, answer))
+    }
+
+    /// Stops waiting for call `id`, tells the server, and answers the caller
+    /// with [`CallError::Cancelled`]. A call that already ended is left alone.
+    pub(crate) fn cancel(&self, id: i64) {
+        let Some(slot) = self.calls.lock().slots.remove(&id) else {
+            return;
+        };
+        let note = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": methods::CANCELLED,
+            "params": { "requestId": id, "reason": "cancelled by the host" },
+        });
+        let mut line = note.to_string().into_bytes();
+        line.push(b'\n');
+        // Best effort: a server that is not reading will not act on it anyway.
+        let _ = self.write(line, None);
+        let _ = slot.reply.send(Err(CallError::Cancelled));
+    }
+
+    /// Call `id` passed its deadline. If it was still waiting, the connection is
+    /// ended (its other calls fail with `ConnectionTimedOut`) and true is returned;
+    /// false means its answer is already on the way.
+    pub(crate) fn timed_out(&self, id: i64, after: Duration) -> bool {
+        if self.calls.lock().slots.remove(&id).is_none() {
+            return false;
+        }
+        let _ = self.actor.cast(ServerMsg::CallTimedOut { after });
+        true
+    }
+
+    /// Completes a call with `msg` if it is the answer to one; hands `msg` back otherwise.
+    pub(crate) fn complete(&self, msg: Message) -> Option<Message> {
+        let id = match &msg {
+            Message::Response(Response {
+                id: RequestId::Number(n),
+                ..
+            })
+            | Message::Error(ErrorResponse {
+                id: Some(RequestId::Number(n)),
+                ..
+            }) => *n,
+            _ => return Some(msg),
+        };
+        let Some(slot) = self.calls.lock().slots.remove(&id) else {
+            return Some(msg);
+        };
+        let server = self.server.clone();
+        let result = match msg {
+            Message::Response(r) => CallToolResult::parse(r.result)
+                .map_err(|source| CallError::InvalidResult { server, source }),
+            Message::Error(e) => Err(CallError::Rpc {
+                server,
+                error: e.error,
+            }),
+            _ => return None,
+        };
+        let _ = slot.reply.send(result);
+        None
+    }
+
+    /// Fails call `id` alone (an HTTP status for its POST, an oversize answer).
+    /// False if `id` is not a call in this lane.
+    pub(crate) fn fail(&self, id: &RequestId, error: TransportError) -> bool {
+        let RequestId::Number(n) = id else {
+            return false;
+        };
+        let Some(slot) = self.calls.lock().slots.remove(n) else {
+            return false;
+        };
+        let _ = slot.reply.send(Err(CallError::Transport {
+            server: self.server.clone(),
+            source: error,
+        }));
+        true
+    }
+
+    /// The progress callback of the call whose progress token is `token`.
+    pub(crate) fn progress(&self, token: &Value) -> Option<ProgressCallback> {
+        let id = token.as_i64()?;
+        self.calls.lock().slots.get(&id)?.progress.clone()
+    }
+
+    /// The connection is ready: calls may start.
+    pub(crate) fn open(&self) {
+        self.calls.lock().open = true;
+    }
+
+    /// The connection is ending: no call starts any more, and every call in
+    /// flight fails with `error`.
+    pub(crate) fn close(&self, error: &CallError) {
+        let slots = {
+            let mut calls = self.calls.lock();
+            calls.open = false;
+            std::mem::take(&mut calls.slots)
+        };
+        for (_, slot) in slots {
+            let _ = slot.reply.send(Err(error.clone()));
+        }
+    }
+
+    fn write(&self, mut line: Vec<u8>, id: Option<i64>) -> Result<(), TransportError> {
+        match &self.writer {
+            LaneWriter::Stdio(stdin) => stdin.write_line(line),
+            LaneWriter::Actor(transport) => {
+                line.pop();
+                let out = Outbound {
+                    line,
+                    id: id.map(RequestId::Number),
+                    initialize: false,
+                };
+                transport
+                    .cast(TransportMsg::Send(out))
+                    .map_err(|_| TransportError::Closed)
+            }
+        }
+    }
+
+    fn unavailable(&self) -> CallError {
+        CallError::ServerUnavailable {
+            server: self.server.clone(),
+        }
+    }
+}
