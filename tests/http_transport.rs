@@ -112,6 +112,31 @@ async fn sse_answer_with_a_notification_before_the_response() {
     host.shutdown().await;
 }
 
+/// An answered event stream is read to its end, so its connection goes back to
+/// the pool: sequential calls do not each pay for a new connection.
+#[tokio::test]
+async fn answered_sse_streams_leave_their_connection_reusable() {
+    let (server, host, _events) = start(Script {
+        end_delay_ms: 5,
+        ..Script::default()
+    })
+    .await;
+    let before = server.connections();
+    for i in 0..30 {
+        let text = format!("call {i}");
+        let r = call(&host, "mcp__fx__echo", json!({"text": text}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), text);
+        // Past the stream's end: a connection still being read is busy, and a
+        // call then opens another (that one is reused later too).
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let opened = server.connections() - before;
+    assert!(opened <= 3, "30 calls opened {opened} connections");
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn batch_answer_delivers_every_message() {
     let (_server, host, mut events) = start(Script {

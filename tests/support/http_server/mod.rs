@@ -14,7 +14,7 @@ mod sse;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -66,6 +66,7 @@ pub struct HttpMcpServer {
     pub url: String,
     pub addr: SocketAddr,
     shared: Arc<Shared>,
+    accepted: Arc<AtomicUsize>,
     accept_loop: JoinHandle<()>,
 }
 
@@ -84,6 +85,8 @@ impl HttpMcpServer {
         let addr = listener.local_addr().expect("fixture address");
         let shared = Arc::new(Shared::new(script));
         let app = http::router(shared.clone());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
         let accept_loop = tokio::spawn(async move {
             // Connections live in this set, so aborting this task drops them all.
             let mut connections = JoinSet::new();
@@ -91,6 +94,7 @@ impl HttpMcpServer {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                counter.fetch_add(1, Ordering::Relaxed);
                 let service = TowerToHyperService::new(app.clone());
                 connections.spawn(async move {
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -104,8 +108,14 @@ impl HttpMcpServer {
             url: format!("http://{addr}/mcp"),
             addr,
             shared,
+            accepted,
             accept_loop,
         }
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// Every HTTP request received so far, in order of arrival.

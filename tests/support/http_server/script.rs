@@ -42,6 +42,9 @@ pub enum GetMode {
 pub struct Script {
     pub answer: AnswerMode,
     pub get: GetMode,
+    /// In the SSE modes, the end of an answer's stream comes this long after its
+    /// last event (a server that flushes the answer, then closes).
+    pub end_delay_ms: u64,
     /// Answered with the priming event `id: p-<2k-1>\nretry: 500\ndata: \n\n` and then
     /// the end of the stream, without the response; a GET with that Last-Event-ID gets
     /// the response as event `p-<2k>` and then the end of its stream (k counts cuts).

@@ -50,6 +50,9 @@ pub(super) fn answers(shared: Arc<Shared>, script: Script, requests: Vec<Value>)
             let response = mcp::respond(&script, request).await;
             yield event(&shared.next_post_event_id(), &response);
         }
+        if script.end_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(script.end_delay_ms)).await;
+        }
     })
 }
 

@@ -1,5 +1,8 @@
 //! Reading HTTP answers without unbounded buffers: JSON bodies and SSE streams.
 
+use std::time::Duration;
+
+use bytes::Bytes;
 use mcpvisor_protocol::sse::{SseError, SseParser};
 use mcpvisor_protocol::{Incoming, Message, RequestId};
 
@@ -21,14 +24,17 @@ pub(crate) fn kind(resp: &reqwest::Response) -> Kind {
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if ct.starts_with("application/json") {
+        .unwrap_or("");
+    let starts = |prefix: &str| {
+        ct.get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+    };
+    if starts("application/json") {
         Kind::Json
-    } else if ct.starts_with("text/event-stream") {
+    } else if starts("text/event-stream") {
         Kind::Sse
     } else {
-        Kind::Other(ct)
+        Kind::Other(ct.to_ascii_lowercase())
     }
 }
 
@@ -37,19 +43,35 @@ pub(crate) fn http_error(e: reqwest::Error) -> TransportError {
     TransportError::Http(e.without_url().to_string())
 }
 
-/// Reads a whole body, failing once it passes `limit` bytes.
+/// Reads a whole body, failing once it passes `limit` bytes. A body that
+/// arrives in one chunk (the usual small answer) is returned without a copy.
 pub(crate) async fn read_bounded(
     mut resp: reqwest::Response,
     limit: usize,
-) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
+) -> Result<Bytes, TransportError> {
+    let Some(first) = resp.chunk().await.map_err(http_error)? else {
+        return Ok(Bytes::new());
+    };
+    if first.len() > limit {
+        return Err(TransportError::MessageTooLarge { limit });
+    }
+    let Some(second) = resp.chunk().await.map_err(http_error)? else {
+        return Ok(first);
+    };
+    let mut body = Vec::with_capacity((first.len() + second.len()).min(limit));
+    for chunk in [first, second] {
+        if body.len() + chunk.len() > limit {
+            return Err(TransportError::MessageTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
     while let Some(chunk) = resp.chunk().await.map_err(http_error)? {
         if body.len() + chunk.len() > limit {
             return Err(TransportError::MessageTooLarge { limit });
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(body)
+    Ok(body.into())
 }
 
 /// The start of a body, for an error message.
@@ -99,7 +121,8 @@ pub(crate) async fn deliver_json<S: TransportSink>(
 }
 
 /// Reads an SSE stream, handing each message to the sink, until it ends or
-/// carries the answer to `want` (then the rest is not read).
+/// carries the answer to `want` (then the rest of that chunk is delivered and
+/// the stream is left for [`drain_sse`]).
 pub(crate) async fn pump_sse<S: TransportSink>(
     resp: &mut reqwest::Response,
     parser: &mut SseParser,
@@ -109,14 +132,16 @@ pub(crate) async fn pump_sse<S: TransportSink>(
     let mut events = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(http_error)? {
         let pushed = parser.push(&chunk, |e| events.push(e));
+        let mut answered = false;
         for event in events.drain(..) {
             // Priming events and keep-alives carry no message.
             if event.data.trim().is_empty() {
                 continue;
             }
-            if deliver_json(event.data.as_bytes(), sink, want).await? {
-                return Ok(true);
-            }
+            answered |= deliver_json(event.data.as_bytes(), sink, want).await?;
+        }
+        if answered {
+            return Ok(true);
         }
         if let Err(e) = pushed {
             return Err(match e {
@@ -126,4 +151,21 @@ pub(crate) async fn pump_sse<S: TransportSink>(
         }
     }
     Ok(false)
+}
+
+/// After the answer, reads the rest of an SSE stream (the server closes it
+/// once it has answered) for at most `within`, delivering any message on it.
+/// Reading to the end hands the connection back to the pool; a stream left
+/// half-read would be closed, and the next request would pay a new connection.
+/// Errors here no longer matter to the request, which has its answer.
+pub(crate) async fn drain_sse<S: TransportSink>(
+    mut resp: reqwest::Response,
+    parser: &mut SseParser,
+    sink: &S,
+    within: Duration,
+) {
+    let rest = pump_sse(&mut resp, parser, sink, None);
+    if tokio::time::timeout(within, rest).await.is_err() {
+        tracing::debug!("an answered SSE stream stayed open; closing it");
+    }
 }

@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use mcpvisor_protocol::RequestId;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
@@ -178,7 +179,10 @@ impl Shared {
         if let Some(id) = id {
             req = req.header(SESSION_HEADER, id);
         }
-        (req.headers(self.headers.map().clone()), had)
+        if !self.headers.map().is_empty() {
+            req = req.headers(self.headers.map().clone());
+        }
+        (req, had)
     }
 
     /// The bearer token to send, if the server is OAuth-protected and one exists.
@@ -254,7 +258,7 @@ impl Shared {
     /// POSTs one message; also says whether a session id went with it.
     pub(crate) async fn post(
         &self,
-        line: &[u8],
+        body: &Bytes,
     ) -> Result<(reqwest::Response, bool), TransportError> {
         let had = self.session.current().0.is_some();
         let resp = self
@@ -262,9 +266,12 @@ impl Shared {
                 let req = self
                     .client
                     .post(self.url.clone())
-                    .header(CONTENT_TYPE, "application/json")
-                    .header(ACCEPT, "application/json, text/event-stream")
-                    .body(line.to_vec());
+                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                    .header(
+                        ACCEPT,
+                        HeaderValue::from_static("application/json, text/event-stream"),
+                    )
+                    .body(body.clone());
                 self.with_session(req).0
             })
             .await?;
@@ -287,7 +294,7 @@ impl Shared {
         self.send_authorized(client, || {
             let mut req = client
                 .get(self.url.clone())
-                .header(ACCEPT, "text/event-stream");
+                .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
             if let Some(last) = last_event_id.and_then(|l| HeaderValue::from_str(l).ok()) {
                 req = req.header("last-event-id", last);
             }
@@ -408,7 +415,7 @@ impl<S: TransportSink> HttpTransport<S> {
                     .spawn(post::post_request(shared, sink, out, id));
                 Ok(())
             }
-            None => post::post_notification(&self.shared, &out.line).await,
+            None => post::post_notification(&self.shared, out.line.into()).await,
         }
     }
 

@@ -4,17 +4,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use mcpvisor_protocol::sse::SseParser;
 use mcpvisor_protocol::{Incoming, Message, RequestId};
 use reqwest::StatusCode;
 
 use super::Shared;
-use super::body::{Kind, answers, deliver_json, excerpt, kind, pump_sse, read_bounded};
+use super::body::{Kind, answers, deliver_json, drain_sse, excerpt, kind, pump_sse, read_bounded};
 use crate::error::TransportError;
 use crate::event::{Outbound, TransportEvent, TransportSink};
 
 /// Delay before resuming a cut stream when the server gave no `retry:`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// How long an answered SSE stream may stay open before it is closed.
+const ANSWERED_STREAM_DRAIN: Duration = Duration::from_secs(2);
 
 /// Sends a request and delivers what comes back; a failure of this request alone
 /// is reported as `RequestFailed`, never as the end of the connection.
@@ -24,7 +27,8 @@ pub(crate) async fn post_request<S: TransportSink>(
     out: Outbound,
     id: RequestId,
 ) {
-    match exchange(&shared, &*sink, &out, &id).await {
+    let body = Bytes::from(out.line);
+    match exchange(&shared, &*sink, &body, out.initialize, &id).await {
         Ok(()) | Err(TransportError::Closed) => {}
         Err(error) => {
             tracing::debug!(server = %shared.server, %id, "request failed: {error}");
@@ -37,21 +41,22 @@ pub(crate) async fn post_request<S: TransportSink>(
 async fn exchange<S: TransportSink>(
     shared: &Shared,
     sink: &S,
-    out: &Outbound,
+    body: &Bytes,
+    initialize: bool,
     id: &RequestId,
 ) -> Result<(), TransportError> {
     let mut renewed = false;
     loop {
         let generation = shared.session.generation();
-        let (resp, had_session) = shared.post(&out.line).await?;
-        if out.initialize {
+        let (resp, had_session) = shared.post(body).await?;
+        if initialize {
             shared.session.capture(resp.headers())?;
         }
         let status = resp.status();
         if status == StatusCode::OK {
             return read_answer(shared, sink, resp, id).await;
         }
-        if !had_session || out.initialize || renewed {
+        if !had_session || initialize || renewed {
             return Err(status_error(resp).await);
         }
         let expired = if status == StatusCode::NOT_FOUND {
@@ -109,6 +114,7 @@ async fn read_answer<S: TransportSink>(
         Kind::Sse => {
             let mut parser = SseParser::new(limit);
             if pump_sse(&mut resp, &mut parser, sink, Some(id)).await? {
+                drain_sse(resp, &mut parser, sink, ANSWERED_STREAM_DRAIN).await;
                 return Ok(());
             }
             drop(resp);
@@ -145,6 +151,7 @@ async fn resume<S: TransportSink>(
             ));
         }
         if pump_sse(&mut resp, parser, sink, Some(id)).await? {
+            drain_sse(resp, parser, sink, ANSWERED_STREAM_DRAIN).await;
             return Ok(());
         }
     }
@@ -152,8 +159,8 @@ async fn resume<S: TransportSink>(
 }
 
 /// Sends a notification or response; a 202 (or 200) is all that comes back.
-pub(crate) async fn post_notification(shared: &Shared, line: &[u8]) -> Result<(), TransportError> {
-    let (resp, _) = shared.post(line).await?;
+pub(crate) async fn post_notification(shared: &Shared, body: Bytes) -> Result<(), TransportError> {
+    let (resp, _) = shared.post(&body).await?;
     match resp.status() {
         StatusCode::ACCEPTED | StatusCode::OK => Ok(()),
         _ => Err(status_error(resp).await),
@@ -209,7 +216,7 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
         mcpvisor_protocol::messages::methods::INITIALIZED,
         None,
     ));
-    post_notification(shared, &initialized.to_vec()).await
+    post_notification(shared, initialized.to_vec().into()).await
 }
 
 /// A sink that keeps messages instead of passing them on (for the renewal handshake).

@@ -1,12 +1,13 @@
 //! The HTTP session: its id, its generation, and what renewing it needs.
 
+use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use reqwest::header::HeaderValue;
+use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::error::TransportError;
 
 /// Header carrying the session id.
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 #[derive(Default)]
 struct State {
@@ -21,7 +22,7 @@ pub(crate) struct Session {
     /// Serialises renewals.
     pub(crate) renewing: tokio::sync::Mutex<()>,
     /// The `initialize` message, replayed to open a new session.
-    init_line: Mutex<Option<Vec<u8>>>,
+    init_line: Mutex<Option<Bytes>>,
 }
 
 impl Session {
@@ -59,10 +60,10 @@ impl Session {
     }
 
     pub(crate) fn remember_init(&self, line: &[u8]) {
-        *self.init_line.lock() = Some(line.to_vec());
+        *self.init_line.lock() = Some(Bytes::copy_from_slice(line));
     }
 
-    pub(crate) fn init_line(&self) -> Option<Vec<u8>> {
+    pub(crate) fn init_line(&self) -> Option<Bytes> {
         self.init_line.lock().clone()
     }
 }
