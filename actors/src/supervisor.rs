@@ -129,9 +129,7 @@ impl Actor for SupervisorActor {
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         let ids: Vec<ServerId> = state.slots.keys().copied().collect();
-        for id in ids {
-            state.start_server(&myself, id).await;
-        }
+        state.start_servers(&myself, &ids).await;
         Ok(())
     }
 
@@ -195,30 +193,53 @@ impl Actor for SupervisorActor {
 
 impl SupervisorState {
     async fn start_server(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId) {
-        let Some(slot) = self.slots.get_mut(&id) else {
-            return;
-        };
-        let attempt = slot.attempt;
-        slot.login_required = None;
-        self.ctx.status.update(id, &slot.name, |s| {
-            s.state = ServerState::Starting { attempt };
-            s.pid = None;
-        });
-        self.ctx.bus.emit(HostEvent::ServerStarting {
-            server: slot.name.clone(),
-            attempt,
-        });
-        let args = ServerArgs {
-            id,
-            spec: slot.spec.clone(),
-            ctx: self.ctx.clone(),
-        };
-        match ServerActor::spawn_linked(None, ServerActor, args, myself.get_cell()).await {
-            Ok((actor, _)) => slot.actor = Some(actor),
-            Err(e) => {
-                let reason = e.to_string();
-                tracing::warn!(server = %slot.name, "server did not start: {reason}");
-                self.on_down(myself, id, reason);
+        self.start_servers(myself, &[id]).await;
+    }
+
+    /// Starts the servers `ids` side by side: each spawns its process and begins
+    /// its handshake on its own actor, so a hundred servers start in about the
+    /// time the slowest takes, not in the sum of their times.
+    async fn start_servers(&mut self, myself: &ActorRef<SupervisorMsg>, ids: &[ServerId]) {
+        let mut starts = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            let attempt = slot.attempt;
+            slot.login_required = None;
+            self.ctx.status.update(id, &slot.name, |s| {
+                s.state = ServerState::Starting { attempt };
+                s.pid = None;
+            });
+            self.ctx.bus.emit(HostEvent::ServerStarting {
+                server: slot.name.clone(),
+                attempt,
+            });
+            let args = ServerArgs {
+                id,
+                spec: slot.spec.clone(),
+                ctx: self.ctx.clone(),
+            };
+            let supervisor = myself.get_cell();
+            starts.push(async move {
+                let started = ServerActor::spawn_linked(None, ServerActor, args, supervisor).await;
+                (id, started)
+            });
+        }
+        for (id, started) in join_all(starts).await {
+            match started {
+                Ok((actor, _)) => {
+                    if let Some(slot) = self.slots.get_mut(&id) {
+                        slot.actor = Some(actor);
+                    }
+                }
+                Err(e) => {
+                    let reason = e.to_string();
+                    if let Some(slot) = self.slots.get(&id) {
+                        tracing::warn!(server = %slot.name, "server did not start: {reason}");
+                    }
+                    self.on_down(myself, id, reason);
+                }
             }
         }
     }
