@@ -152,7 +152,7 @@ impl Host {
         let settled = async {
             loop {
                 changed.borrow_and_update();
-                if self.status.snapshot().iter().all(|s| s.state.is_settled()) {
+                if self.status.all_settled() {
                     return;
                 }
                 if changed.changed().await.is_err() {

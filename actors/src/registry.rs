@@ -48,11 +48,14 @@ pub(crate) struct RegistryArgs {
     pub(crate) status: Arc<StatusBoard>,
 }
 
+/// A server's claim on a qualified name.
+type Claim<'a> = (ServerId, &'a ServerRoutes, &'a Arc<Route>);
+
+/// One server's routes, built once per report; every rebuild shares them.
 struct ServerRoutes {
     name: Arc<str>,
-    lane: Arc<CallLane>,
-    request_timeout: Duration,
-    definitions: Vec<ToolDefinition>,
+    /// Each route under its qualified name.
+    routes: Vec<(Arc<str>, Arc<Route>)>,
 }
 
 pub(crate) struct RegistryState {
@@ -130,13 +133,25 @@ impl RegistryState {
             }
         }
         let listed = definitions.len();
+        let routes = definitions
+            .into_iter()
+            .map(|definition| {
+                let key = Arc::from(definition.name.as_str());
+                let route = Arc::new(Route {
+                    definition,
+                    server_id: report.id,
+                    server: report.name.clone(),
+                    lane: report.lane.clone(),
+                    request_timeout: report.request_timeout,
+                });
+                (key, route)
+            })
+            .collect();
         self.servers.insert(
             report.id,
             ServerRoutes {
                 name: report.name.clone(),
-                lane: report.lane,
-                request_timeout: report.request_timeout,
-                definitions,
+                routes,
             },
         );
         let advertised = self.rebuild();
@@ -167,35 +182,25 @@ impl RegistryState {
     /// Recomputes every route, stores the snapshot, reports new conflicts, and
     /// returns the names advertised per server.
     fn rebuild(&mut self) -> HashMap<ServerId, Vec<QualifiedMcpToolName>> {
-        let mut claims: HashMap<&str, Vec<(ServerId, &ServerRoutes, &ToolDefinition)>> =
-            HashMap::new();
+        let mut claims: HashMap<&Arc<str>, Vec<Claim<'_>>> = HashMap::new();
         for (id, server) in &self.servers {
-            for def in &server.definitions {
-                claims
-                    .entry(def.name.as_str())
-                    .or_default()
-                    .push((*id, server, def));
+            for (key, route) in &server.routes {
+                claims.entry(key).or_default().push((*id, server, route));
             }
         }
         let mut routes = HashMap::with_capacity(claims.len());
         let mut advertised: HashMap<ServerId, Vec<QualifiedMcpToolName>> = HashMap::new();
         let mut conflicts = BTreeSet::new();
         for (name, claimants) in claims {
-            if let [(id, server, def)] = claimants[..] {
-                advertised.entry(id).or_default().push(def.name.clone());
-                routes.insert(
-                    name.to_string(),
-                    Arc::new(Route {
-                        definition: def.clone(),
-                        server_id: id,
-                        server: server.name.clone(),
-                        lane: server.lane.clone(),
-                        request_timeout: server.request_timeout,
-                    }),
-                );
+            if let [(id, _, route)] = claimants[..] {
+                advertised
+                    .entry(id)
+                    .or_default()
+                    .push(route.definition.name.clone());
+                routes.insert(name.clone(), route.clone());
                 continue;
             }
-            let qualified = claimants[0].2.name.clone();
+            let qualified = claimants[0].2.definition.name.clone();
             if !self.conflicts.contains(&qualified) {
                 let servers: Vec<Arc<str>> =
                     claimants.iter().map(|(_, s, _)| s.name.clone()).collect();

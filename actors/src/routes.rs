@@ -29,11 +29,11 @@ pub struct Route {
 /// An immutable set of routes.
 #[derive(Debug, Default)]
 pub struct RouteTable {
-    routes: HashMap<String, Arc<Route>>,
+    routes: HashMap<Arc<str>, Arc<Route>>,
 }
 
 impl RouteTable {
-    pub(crate) fn new(routes: HashMap<String, Arc<Route>>) -> Self {
+    pub(crate) fn new(routes: HashMap<Arc<str>, Arc<Route>>) -> Self {
         RouteTable { routes }
     }
 

@@ -113,6 +113,11 @@ impl StatusBoard {
         all
     }
 
+    /// True when every server is in a settled state; reads in place, no copies.
+    pub(crate) fn all_settled(&self) -> bool {
+        self.map.read().values().all(|s| s.state.is_settled())
+    }
+
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
     }
