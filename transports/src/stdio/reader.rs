@@ -13,6 +13,9 @@ use super::stderr::StderrTail;
 use crate::error::{ExitInfo, TransportError};
 use crate::event::{TransportEvent, TransportSink};
 
+/// Bytes read from the server's stdout at a time.
+const READ_BUFFER: usize = 16 * 1024;
+
 pub(crate) struct StdoutReader<S> {
     pub(crate) sink: Arc<S>,
     pub(crate) frame_limit: usize,
@@ -26,7 +29,10 @@ pub(crate) struct StdoutReader<S> {
 impl<S: TransportSink> StdoutReader<S> {
     pub(crate) async fn run(mut self, mut stdout: impl AsyncRead + Unpin) {
         let mut decoder = FrameDecoder::new(self.frame_limit);
-        let mut buf = vec![0u8; 64 * 1024];
+        // Zeroed up front, so every byte of it is resident for as long as the
+        // connection lives: small enough to cost little per idle connection, big
+        // enough that a 1 MiB frame takes 64 reads.
+        let mut buf = vec![0u8; READ_BUFFER];
         let mut parsed = Vec::new();
         loop {
             let n = match stdout.read(&mut buf).await {
