@@ -1,8 +1,10 @@
-//! The hot path alone, for a profiler: sequential echo calls of one client to
-//! the rmcp echo server, and nothing else in the process.
+//! One figure alone, for a profiler: sequential echo calls of one client to
+//! the rmcp echo server, or starting a fleet of them, and nothing else in the
+//! process.
 //!
 //! ```sh
 //! valgrind --tool=callgrind target/release/harness profile-calls mcpvisor 2000
+//! perf record -g target/release/harness profile-fleet mcpvisor 100 20
 //! ```
 
 use std::time::Instant;
@@ -14,6 +16,27 @@ use crate::servers::ServerTarget;
 
 /// The argument that makes the harness run [`profile_calls`].
 pub const PROFILE_ARG: &str = "profile-calls";
+/// The argument that makes the harness run [`profile_fleet`].
+pub const PROFILE_FLEET_ARG: &str = "profile-fleet";
+
+/// Starts `n` rmcp echo servers with `client` until all are ready, `repeats`
+/// times; returns the mean time to all-ready and the mean CPU time of this
+/// process (all threads, start and shutdown included) per fleet, in milliseconds.
+pub async fn profile_fleet(client: &str, n: usize, repeats: usize) -> anyhow::Result<(f64, f64)> {
+    let target = ServerTarget::rmcp_echo(&std::env::current_exe()?);
+    let mut total = 0.0;
+    let cpu = crate::usage::cpu_time();
+    for _ in 0..repeats.max(1) {
+        total += match client {
+            "mcpvisor" => crate::figures::fleet::mcpvisor(n, &target).await?,
+            "rmcp" => crate::figures::fleet::rmcp(n, &target).await?,
+            other => bail!("unknown client {other:?}"),
+        };
+    }
+    let cpu_ms = (crate::usage::cpu_time() - cpu).as_secs_f64() * 1e3;
+    let repeats = repeats.max(1) as f64;
+    Ok((total / repeats, cpu_ms / repeats))
+}
 
 /// Opens `client`'s connection to the rmcp echo server (this binary), makes
 /// 100 warm-up calls and then `calls` sequential calls, and returns the

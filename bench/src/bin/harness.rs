@@ -5,7 +5,8 @@
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
 //! (`harness probe-memory CLIENT N`), so one build has every part it runs;
-//! `harness profile-calls CLIENT N` makes only sequential calls, for a profiler.
+//! `harness profile-calls CLIENT N` makes only sequential calls, and
+//! `harness profile-fleet CLIENT N REPEATS` only starts fleets, for a profiler.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
+        Some(profile::PROFILE_FLEET_ARG) => return profile_fleet(&argv[2..]),
         _ => {}
     }
     let args = Args::parse();
@@ -102,6 +104,19 @@ fn profile_calls(args: &[String]) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let mean = runtime.block_on(profile::profile_calls(client, n.parse()?))?;
     println!("{client}: {mean:.1} µs per call");
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// `profile-fleet CLIENT N REPEATS`: fleets only; prints the mean time to all-ready.
+fn profile_fleet(args: &[String]) -> anyhow::Result<()> {
+    let [client, n, repeats] = args else {
+        anyhow::bail!("usage: harness profile-fleet CLIENT N REPEATS");
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (mean, cpu) =
+        runtime.block_on(profile::profile_fleet(client, n.parse()?, repeats.parse()?))?;
+    println!("{client}: {mean:.1} ms to all-ready, {cpu:.1} ms of host CPU per fleet");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }

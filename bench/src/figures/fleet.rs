@@ -49,7 +49,8 @@ pub async fn measure(plan: &Plan, target: &ServerTarget, round: usize, m: &mut M
     }
 }
 
-async fn mcpvisor(n: usize, target: &ServerTarget) -> anyhow::Result<f64> {
+/// Milliseconds until `n` servers of one mcpvisor host are all ready.
+pub async fn mcpvisor(n: usize, target: &ServerTarget) -> anyhow::Result<f64> {
     let specs = (0..n)
         .map(|i| host::spec(&format!("echo{i}"), target))
         .collect();
@@ -61,7 +62,8 @@ async fn mcpvisor(n: usize, target: &ServerTarget) -> anyhow::Result<f64> {
     Ok(elapsed)
 }
 
-async fn rmcp(n: usize, target: &ServerTarget) -> anyhow::Result<f64> {
+/// Milliseconds until rmcp has `n` connections initialized, in parallel.
+pub async fn rmcp(n: usize, target: &ServerTarget) -> anyhow::Result<f64> {
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for _ in 0..n {
