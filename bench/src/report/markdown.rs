@@ -75,6 +75,7 @@ pub fn render(report: &Report) -> String {
     out.push_str("\n## Targets\n\n");
     targets(&mut out, &report.targets);
     out.push_str(FLOORS);
+    http_ceiling(&mut out, &report.rows);
 
     out.push_str(HOW);
     if !report.notes.is_empty() {
@@ -87,8 +88,8 @@ pub fn render(report: &Report) -> String {
 }
 
 const CLIENTS: &str = "\
-Clients: **mcpvisor** through its public API (`Host::start`, `Host::call`: supervisor, \
-registry, server actor, transport); **rmcp** 3.11.0 with its child-process transport and its \
+Clients: **mcpvisor** through its public API (`Host::start`, `Host::call`: the route table, \
+the connection's call lane and its transport, under the supervisor and server actor); **rmcp** 3.11.0 with its child-process transport and its \
 default Streamable HTTP client, at protocol version 2025-03-26 like mcpvisor; the **floor**: for \
 stdio, one JSON-RPC line through a pipe to `cat` and back with blocking reads and writes on one \
 thread (no MCP, no JSON parsing, no runtime: the physical floor); for HTTP, a kept-alive reqwest client posting a preformatted `tools/call` to \
@@ -103,6 +104,42 @@ handing a line back and forth on one core with no runtime in between; no async c
 it. The Tokio floor is the same exchange once a reactor and parked worker threads are involved, \
 which every client here pays; what lies above it is the client's own work per call.
 ";
+
+/// Over HTTP the server, not the client, sets the most calls per second: the
+/// floor (a kept-alive client doing no MCP work) shows how many it serves.
+fn http_ceiling(out: &mut String, rows: &[Row]) {
+    let mut lines = Vec::new();
+    for row in rows
+        .iter()
+        .filter(|r| r.figure == Figure::Throughput && r.floor_kind == "kept-alive POST")
+    {
+        let (Some(m), Some(r), Some(f)) = (&row.mcpvisor, &row.rmcp, &row.floor) else {
+            continue;
+        };
+        lines.push(format!(
+            "- {}: the floor serves {:.2}× rmcp's calls per second; mcpvisor reaches {:.2}× \
+             the floor ({:.2}× rmcp).",
+            row.server_label,
+            f.median / r.median,
+            m.median / f.median,
+            m.median / r.median
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nThe HTTP throughput targets are bounded by the server: a single-threaded Node or \
+         Python server on two shared cores answers only so many POSTs per second, and the floor \
+         (64 kept-alive connections, a preformatted request, no MCP work) measures that ceiling \
+         in the same run. No client can pass it, so where the floor itself is under 1.5× rmcp \
+         the target cannot be met here; what the client controls is how close it comes to the \
+         floor.\n\n",
+    );
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+}
 
 const HOW: &str = "
 ## How each figure is taken
