@@ -260,6 +260,22 @@ impl CallLane {
         }
     }
 
+    /// Sends one message of the connection's own (the handshake, listings,
+    /// replies to the server): straight to stdin for stdio, so it keeps its
+    /// place among the calls' lines, or through the transport actor.
+    pub(crate) fn send(&self, mut out: Outbound) -> Result<(), TransportError> {
+        match &self.writer {
+            LaneWriter::Stdio(stdin) => {
+                out.line.push(b'\n');
+                stdin.write_line(out.line)
+            }
+            LaneWriter::Actor(transport) => transport
+                .cast(TransportMsg::Send(out))
+                .map_err(|_| TransportError::Closed),
+        }
+    }
+
+    /// Writes a line that already ends with its newline.
     fn write(&self, mut line: Vec<u8>, id: Option<i64>) -> Result<(), TransportError> {
         match &self.writer {
             LaneWriter::Stdio(stdin) => stdin.write_line(line),

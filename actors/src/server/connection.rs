@@ -142,7 +142,11 @@ impl Connection {
             id,
             initialize,
         };
-        let _ = self.transport.cast(TransportMsg::Send(out));
+        // A failed stdio write means the process is going away; its reader reports
+        // the exit with its status, which says more.
+        if let Err(e) = self.lane.send(out) {
+            tracing::debug!(server = %self.name, "send to server failed: {e}");
+        }
     }
 
     /// Sends `initialize` and arms the startup timer.
