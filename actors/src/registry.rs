@@ -36,6 +36,8 @@ pub(crate) struct ToolsReport {
 
 pub(crate) enum RegistryMsg {
     Report(Box<ToolsReport>),
+    /// Publish the routes of every report taken since the last publication.
+    Publish,
     /// The server's connection is gone; drop its routes.
     Remove(ServerId),
 }
@@ -54,6 +56,8 @@ type Claim<'a> = (ServerId, &'a ServerRoutes, &'a Arc<Route>);
 /// One server's routes, built once per report; every rebuild shares them.
 struct ServerRoutes {
     name: Arc<str>,
+    /// Which report these routes came from (a later report replaces them).
+    report: u64,
     /// Each route under its qualified name.
     routes: Vec<(Arc<str>, Arc<Route>)>,
 }
@@ -62,6 +66,19 @@ pub(crate) struct RegistryState {
     args: RegistryArgs,
     servers: BTreeMap<ServerId, ServerRoutes>,
     conflicts: BTreeSet<QualifiedMcpToolName>,
+    /// Reports taken but not yet published, oldest first.
+    unpublished: Vec<Unpublished>,
+    reports: u64,
+}
+
+/// What is announced once a report's routes are published.
+struct Unpublished {
+    id: ServerId,
+    name: Arc<str>,
+    report: u64,
+    listed: usize,
+    initial: bool,
+    pid: Option<u32>,
 }
 
 impl Actor for RegistryActor {
@@ -78,17 +95,27 @@ impl Actor for RegistryActor {
             args,
             servers: BTreeMap::new(),
             conflicts: BTreeSet::new(),
+            unpublished: Vec::new(),
+            reports: 0,
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: RegistryMsg,
         state: &mut RegistryState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RegistryMsg::Report(report) => state.report(*report),
+            RegistryMsg::Report(report) => {
+                // Reports that arrive together (a hundred servers starting) are
+                // published with one rebuild: the publication queues behind them.
+                if state.unpublished.is_empty() {
+                    let _ = myself.cast(RegistryMsg::Publish);
+                }
+                state.report(*report);
+            }
+            RegistryMsg::Publish => state.publish(),
             RegistryMsg::Remove(id) => {
                 if let Some(gone) = state.servers.remove(&id) {
                     state.rebuild();
@@ -147,36 +174,61 @@ impl RegistryState {
                 (key, route)
             })
             .collect();
+        self.reports += 1;
         self.servers.insert(
             report.id,
             ServerRoutes {
                 name: report.name.clone(),
+                report: self.reports,
                 routes,
             },
         );
-        let advertised = self.rebuild();
-        let mine: Vec<QualifiedMcpToolName> =
-            advertised.get(&report.id).cloned().unwrap_or_default();
-        if report.initial {
-            self.args.status.update(report.id, &report.name, |s| {
-                s.state = ServerState::Ready;
-                s.pid = report.pid;
-                s.tools = listed;
-            });
-            bus.emit(HostEvent::ServerReady {
-                server: report.name.clone(),
-                pid: report.pid,
-                tools: listed,
-            });
-        } else {
-            self.args
-                .status
-                .update(report.id, &report.name, |s| s.tools = listed);
-        }
-        bus.emit(HostEvent::ToolsChanged {
-            server: report.name,
-            tools: mine,
+        self.unpublished.push(Unpublished {
+            id: report.id,
+            name: report.name,
+            report: self.reports,
+            listed,
+            initial: report.initial,
+            pid: report.pid,
         });
+    }
+
+    /// Stores the routes of every report taken so far, then announces each
+    /// report whose routes are still current (ready, tools changed).
+    fn publish(&mut self) {
+        if self.unpublished.is_empty() {
+            return;
+        }
+        let advertised = self.rebuild();
+        let bus = self.args.bus.clone();
+        for done in std::mem::take(&mut self.unpublished) {
+            // Gone, or replaced by a newer report that is announced itself.
+            if self.servers.get(&done.id).map(|s| s.report) != Some(done.report) {
+                continue;
+            }
+            let mine: Vec<QualifiedMcpToolName> =
+                advertised.get(&done.id).cloned().unwrap_or_default();
+            if done.initial {
+                self.args.status.update(done.id, &done.name, |s| {
+                    s.state = ServerState::Ready;
+                    s.pid = done.pid;
+                    s.tools = done.listed;
+                });
+                bus.emit(HostEvent::ServerReady {
+                    server: done.name.clone(),
+                    pid: done.pid,
+                    tools: done.listed,
+                });
+            } else {
+                self.args
+                    .status
+                    .update(done.id, &done.name, |s| s.tools = done.listed);
+            }
+            bus.emit(HostEvent::ToolsChanged {
+                server: done.name,
+                tools: mine,
+            });
+        }
     }
 
     /// Recomputes every route, stores the snapshot, reports new conflicts, and
