@@ -204,7 +204,7 @@ async fn a_token_file_corrupted_by_hand_is_reported_and_never_reset() {
     let message = error.to_string();
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert!(message.contains("corrupt"), "{message}");
-    assert!(message.contains("mcpvisor logout"), "{message}");
+    assert!(message.contains("mcpvisor logout notes"), "{message}");
     let error = notes.bearer(&reqwest::Client::new()).await.unwrap_err();
     assert!(corrupt(&error), "{error:?}");
 

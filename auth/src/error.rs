@@ -54,8 +54,10 @@ pub enum AuthError {
     #[error("token storage: {0}")]
     Storage(String),
     /// A token file exists but does not parse; it is left for the user to fix or remove.
-    #[error("{}:{line}:{column}: token file is corrupt; run `mcpvisor logout` or remove it", path.display())]
+    #[error("{}:{line}:{column}: token file of server `{server}` is corrupt; run `mcpvisor logout {server}` or remove it", path.display())]
     CorruptTokenFile {
+        /// The server whose tokens it holds.
+        server: String,
         /// The file.
         path: PathBuf,
         /// 1-based line (0 if not known).

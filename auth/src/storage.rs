@@ -121,12 +121,14 @@ impl TokenStore {
         };
         let tokens: StoredTokens =
             serde_json::from_str(&text).map_err(|e| AuthError::CorruptTokenFile {
+                server: server.to_string(),
                 path: path.clone(),
                 line: e.line(),
                 column: e.column(),
             })?;
         if tokens.resource != resource {
             return Err(AuthError::CorruptTokenFile {
+                server: server.to_string(),
                 path,
                 line: 0,
                 column: 0,
