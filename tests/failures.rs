@@ -239,3 +239,49 @@ async fn startup_timeout_when_initialize_is_never_answered() {
     .await;
     host.shutdown().await;
 }
+
+/// A server that closes its stdin but keeps its stdout open never produces an
+/// end of file: the failed write itself ends the connection, and the server is
+/// restarted instead of staying "ready" and unreachable.
+#[tokio::test]
+async fn a_server_that_closes_its_stdin_is_restarted() {
+    let script = r#"
+read -r line
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"deaf","version":"1"}}}'
+read -r line
+read -r line
+printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}'
+exec 0<&-
+exec sleep 1000
+"#;
+    let spec = mcpvisor::ServerSpec::stdio(
+        "deaf",
+        mcpvisor::transports::StdioSpec::new("sh", ["-c", script]),
+    );
+    let host = Host::start(vec![spec], fast_options()).await.unwrap();
+    let mut events = Box::pin(host.events());
+    next_ready(&mut events).await;
+    let first = pid_of(&host, "deaf").expect("ready with a pid");
+    let stdin = format!("/proc/{first}/fd/0");
+    assert!(
+        eventually(Duration::from_secs(10), || !std::path::Path::new(&stdin)
+            .exists())
+        .await,
+        "the server closed its stdin"
+    );
+    // The pipe has no reader now: the call cannot be written.
+    let failed = call(&host, "mcp__deaf__echo", json!({})).await.unwrap_err();
+    assert!(
+        matches!(failed, CallError::ServerUnavailable { .. }),
+        "{failed:?}"
+    );
+    wait_for(&mut events, Duration::from_secs(15), |e| {
+        matches!(e, HostEvent::ServerRestarting { server, reason, .. }
+            if &**server == "deaf" && reason.contains("writing to the server failed"))
+    })
+    .await;
+    next_ready(&mut events).await;
+    let second = pid_of(&host, "deaf").expect("ready again");
+    assert_ne!(first, second, "a new process");
+    host.shutdown().await;
+}

@@ -15,10 +15,10 @@
 //! The server actor opens the lane when the connection is ready and closes it
 //! when the connection ends, failing every call still in it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::{ErrorResponse, Response};
@@ -78,6 +78,10 @@ impl Hasher for IdHasher {
 struct Calls {
     open: bool,
     slots: HashMap<i64, Slot, BuildHasherDefault<IdHasher>>,
+    /// Calls whose deadline passed and whose answer has not come: the actor ends
+    /// the connection for one of them only if it is still here when the actor
+    /// reaches the timeout, so an answer queued behind notifications spares it.
+    expired: HashSet<i64, BuildHasherDefault<IdHasher>>,
 }
 
 /// The calls in flight on one connection.
@@ -88,6 +92,8 @@ pub(crate) struct CallLane {
     ids: Arc<AtomicI64>,
     max_in_flight: usize,
     calls: Mutex<Calls>,
+    /// Set once a failed write was reported to the actor.
+    write_failed: AtomicBool,
 }
 
 impl std::fmt::Debug for CallLane {
@@ -114,6 +120,7 @@ impl CallLane {
             ids,
             max_in_flight,
             calls: Mutex::default(),
+            write_failed: AtomicBool::new(false),
         }
     }
 
@@ -154,8 +161,10 @@ impl CallLane {
                     server: self.server.clone(),
                     source: e,
                 },
-                // The process is going away; its exit is reported to the actor.
-                _ => self.unavailable(),
+                _ => {
+                    self.write_failed(e);
+                    self.unavailable()
+                }
             });
         }
         Ok((id, answer))
@@ -175,7 +184,9 @@ impl CallLane {
         let mut line = note.to_string().into_bytes();
         line.push(b'\n');
         // Best effort: a server that is not reading will not act on it anyway.
-        let _ = self.write(line, None);
+        if let Err(e) = self.write(line, None) {
+            self.write_failed(e);
+        }
         let _ = slot.reply.send(Err(CallError::Cancelled));
     }
 
@@ -183,11 +194,30 @@ impl CallLane {
     /// ended (its other calls fail with `ConnectionTimedOut`) and true is returned;
     /// false means its answer is already on the way.
     pub(crate) fn timed_out(&self, id: i64, after: Duration) -> bool {
-        if self.calls.lock().slots.remove(&id).is_none() {
-            return false;
+        {
+            let mut calls = self.calls.lock();
+            if calls.slots.remove(&id).is_none() {
+                return false;
+            }
+            calls.expired.insert(id);
         }
-        let _ = self.actor.cast(ServerMsg::CallTimedOut { after });
+        if self
+            .actor
+            .cast(ServerMsg::CallTimedOut { id, after })
+            .is_err()
+        {
+            // No actor to end the connection: fail what is left here.
+            self.close(&CallError::ConnectionClosed {
+                server: self.server.clone(),
+                reason: Arc::from("the connection's actor is gone"),
+            });
+        }
         true
+    }
+
+    /// True if call `id` timed out and no answer came since: the connection ends.
+    pub(crate) fn take_expired(&self, id: i64) -> bool {
+        self.calls.lock().expired.remove(&id)
     }
 
     /// Completes a call with `msg` if it is the answer to one; hands `msg` back otherwise.
@@ -203,8 +233,15 @@ impl CallLane {
             }) => *n,
             _ => return Some(msg),
         };
-        let Some(slot) = self.calls.lock().slots.remove(&id) else {
-            return Some(msg);
+        let slot = {
+            let mut calls = self.calls.lock();
+            match calls.slots.remove(&id) {
+                Some(slot) => slot,
+                // The caller already has its timeout; the late answer only spares
+                // the connection.
+                None if calls.expired.remove(&id) => return None,
+                None => return Some(msg),
+            }
         };
         let server = self.server.clone();
         let result = match msg {
@@ -226,8 +263,12 @@ impl CallLane {
         let RequestId::Number(n) = id else {
             return false;
         };
-        let Some(slot) = self.calls.lock().slots.remove(n) else {
-            return false;
+        let slot = {
+            let mut calls = self.calls.lock();
+            match calls.slots.remove(n) {
+                Some(slot) => slot,
+                None => return calls.expired.remove(n),
+            }
         };
         let _ = slot.reply.send(Err(CallError::Transport {
             server: self.server.clone(),
@@ -253,6 +294,7 @@ impl CallLane {
         let slots = {
             let mut calls = self.calls.lock();
             calls.open = false;
+            calls.expired.clear();
             std::mem::take(&mut calls.slots)
         };
         for (_, slot) in slots {
@@ -264,7 +306,7 @@ impl CallLane {
     /// replies to the server): straight to stdin for stdio, so it keeps its
     /// place among the calls' lines, or through the transport actor.
     pub(crate) fn send(&self, mut out: Outbound) -> Result<(), TransportError> {
-        match &self.writer {
+        let sent = match &self.writer {
             LaneWriter::Stdio(stdin) => {
                 out.line.push(b'\n');
                 stdin.write_line(out.line)
@@ -272,6 +314,25 @@ impl CallLane {
             LaneWriter::Actor(transport) => transport
                 .cast(TransportMsg::Send(out))
                 .map_err(|_| TransportError::Closed),
+        };
+        if let Err(e) = &sent {
+            self.write_failed(e.clone());
+        }
+        sent
+    }
+
+    /// A write failed for a reason other than backlog: the server cannot be
+    /// reached any more, so its connection must end (once), even if its output
+    /// stays open and no end of file ever comes.
+    fn write_failed(&self, error: TransportError) {
+        if matches!(error, TransportError::Backlog { .. }) {
+            return;
+        }
+        if !self.write_failed.swap(true, Ordering::AcqRel) {
+            let _ = self.actor.cast(ServerMsg::WriteFailed {
+                error,
+                confirmed: false,
+            });
         }
     }
 

@@ -14,6 +14,7 @@ use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEven
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 
+use crate::error::CallError;
 use crate::lane::CallLane;
 use crate::server::ServerMsg;
 
@@ -136,6 +137,13 @@ impl TransportSink for InboundSink {
         }
         if let Some(transport) = self.transport.get() {
             transport.stop(Some("server actor is gone".into()));
+        }
+        // An actor that ended without its cleanup (a panic) did not close its lane.
+        if let Some(lane) = self.lane.get() {
+            lane.close(&CallError::ConnectionClosed {
+                server: lane.server().clone(),
+                reason: Arc::from("the connection's actor is gone"),
+            });
         }
         false
     }

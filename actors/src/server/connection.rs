@@ -106,6 +106,16 @@ impl Connection {
         &self.transport
     }
 
+    pub(crate) fn lane(&self) -> &CallLane {
+        &self.lane
+    }
+
+    /// How long after a failed write the connection ends if the reader has not
+    /// reported the exit: past the reader's own wait for the exit status.
+    pub(crate) fn write_failure_grace(&self) -> Duration {
+        self.ctx.options.stdio.exit_wait * 2 + Duration::from_millis(500)
+    }
+
     pub(crate) fn is_ready(&self) -> bool {
         self.ready
     }
@@ -142,8 +152,7 @@ impl Connection {
             id,
             initialize,
         };
-        // A failed stdio write means the process is going away; its reader reports
-        // the exit with its status, which says more.
+        // The lane reports a failed write to this actor, which ends the connection.
         if let Err(e) = self.lane.send(out) {
             tracing::debug!(server = %self.name, "send to server failed: {e}");
         }

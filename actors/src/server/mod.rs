@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use std::sync::atomic::AtomicI64;
 
-use mcpvisor_transports::{HttpTransport, StdioTransport, TransportEvent};
+use mcpvisor_transports::{HttpTransport, StdioTransport, TransportError, TransportEvent};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -31,8 +31,16 @@ pub(crate) use connection::Connection;
 
 /// Messages of the server actor.
 pub(crate) enum ServerMsg {
-    /// A call's deadline passed while it waited: the connection is ended.
-    CallTimedOut { after: Duration },
+    /// A call's deadline passed while it waited: the connection is ended unless
+    /// its answer arrived since.
+    CallTimedOut { id: i64, after: Duration },
+    /// Writing to the server failed. The connection ends after a grace period
+    /// (`confirmed`), so the reader's report of the exit, which says more, can
+    /// come first.
+    WriteFailed {
+        error: TransportError,
+        confirmed: bool,
+    },
     /// Something arrived on the transport; the permit bounds the backlog.
     Inbound(TransportEvent, OwnedSemaphorePermit),
     /// Startup (initialize + first tools/list) took too long.
@@ -118,8 +126,21 @@ impl Actor for ServerActor {
         conn: &mut Connection,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ServerMsg::CallTimedOut { after } => {
-                conn.fail(&myself, ConnectionError::RequestTimeout(after));
+            ServerMsg::CallTimedOut { id, after } => {
+                if conn.lane().take_expired(id) {
+                    conn.fail(&myself, ConnectionError::RequestTimeout(after));
+                }
+            }
+            ServerMsg::WriteFailed { error, confirmed } => {
+                if confirmed {
+                    conn.fail(&myself, ConnectionError::Transport(error));
+                } else {
+                    let grace = conn.write_failure_grace();
+                    myself.send_after(grace, move || ServerMsg::WriteFailed {
+                        error,
+                        confirmed: true,
+                    });
+                }
             }
             ServerMsg::Inbound(event, _permit) => conn.inbound(&myself, event),
             ServerMsg::StartupTimeout => {
