@@ -117,6 +117,8 @@ impl Actor for RegistryActor {
             }
             RegistryMsg::Publish => state.publish(),
             RegistryMsg::Remove(id) => {
+                // What this connection reported is not announced any more.
+                state.unpublished.retain(|u| u.id != id);
                 if let Some(gone) = state.servers.remove(&id) {
                     state.rebuild();
                     state.args.bus.emit(HostEvent::ToolsChanged {
@@ -183,12 +185,19 @@ impl RegistryState {
                 routes,
             },
         );
+        // A re-list that replaces the first report before it was published
+        // carries the first report's readiness.
+        let initial = report.initial
+            || self
+                .unpublished
+                .iter()
+                .any(|u| u.id == report.id && u.initial);
         self.unpublished.push(Unpublished {
             id: report.id,
             name: report.name,
             report: self.reports,
             listed,
-            initial: report.initial,
+            initial,
             pid: report.pid,
         });
     }
@@ -209,16 +218,24 @@ impl RegistryState {
             let mine: Vec<QualifiedMcpToolName> =
                 advertised.get(&done.id).cloned().unwrap_or_default();
             if done.initial {
+                // Only a server still starting becomes ready: the supervisor may
+                // already have moved on (restarting, failed, stopped).
+                let mut became_ready = false;
                 self.args.status.update(done.id, &done.name, |s| {
-                    s.state = ServerState::Ready;
-                    s.pid = done.pid;
+                    if matches!(s.state, ServerState::Starting { .. }) {
+                        s.state = ServerState::Ready;
+                        s.pid = done.pid;
+                        became_ready = true;
+                    }
                     s.tools = done.listed;
                 });
-                bus.emit(HostEvent::ServerReady {
-                    server: done.name.clone(),
-                    pid: done.pid,
-                    tools: done.listed,
-                });
+                if became_ready {
+                    bus.emit(HostEvent::ServerReady {
+                        server: done.name.clone(),
+                        pid: done.pid,
+                        tools: done.listed,
+                    });
+                }
             } else {
                 self.args
                     .status
