@@ -117,9 +117,16 @@ impl StdioWriter {
                         Some(pipe) => pipe.clone(),
                     }
                 };
-                if let Err(e) = pipe.writable().await {
-                    self.state.lock().fail(e);
-                    return;
+                // A close (or a new line) wakes this wait too, so a closed writer
+                // never keeps the pipe open while the server is not reading.
+                tokio::select! {
+                    ready = pipe.writable() => {
+                        if let Err(e) = ready {
+                            self.state.lock().fail(e);
+                            return;
+                        }
+                    }
+                    () = self.wake.notified() => {}
                 }
                 drop(pipe);
                 if self.state.lock().drain().is_err() {
