@@ -137,6 +137,36 @@ async fn answered_sse_streams_leave_their_connection_reusable() {
     host.shutdown().await;
 }
 
+/// A cancelled request stops waiting: its POST is dropped with its connection,
+/// so cancelling calls to a server that never answers does not pile up
+/// connections (and tasks) for as long as the host runs.
+#[tokio::test]
+async fn cancelled_requests_release_their_connections() {
+    let (server, host, _events) = start(Script {
+        hang_tool: Some("stall".into()),
+        ..Script::default()
+    })
+    .await;
+    let baseline = server.open_connections();
+    for _ in 0..10 {
+        let call = host.call("mcp__fx__stall", json!({}), CallOptions::default());
+        // Dropped unanswered: cancelled.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), call)
+                .await
+                .is_err()
+        );
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || server.open_connections()
+            <= baseline + 1)
+        .await,
+        "{} connections open, {baseline} before the cancelled calls",
+        server.open_connections()
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn batch_answer_delivers_every_message() {
     let (_server, host, mut events) = start(Script {

@@ -183,6 +183,10 @@ impl CallLane {
         });
         let mut line = note.to_string().into_bytes();
         line.push(b'\n');
+        if let LaneWriter::Actor(transport) = &self.writer {
+            // Over HTTP the request holds a connection until answered: let it go.
+            let _ = transport.cast(TransportMsg::Abandon(RequestId::Number(id)));
+        }
         // Best effort: a server that is not reading will not act on it anyway.
         if let Err(e) = self.write(line, None) {
             self.write_failed(e);

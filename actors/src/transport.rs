@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mcpvisor_protocol::Incoming;
+use mcpvisor_protocol::{Incoming, RequestId};
 use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
@@ -23,6 +23,8 @@ pub(crate) enum TransportMsg {
     Send(Outbound),
     /// The handshake is complete: open what waits for it (the HTTP GET stream).
     Ready,
+    /// The caller gave up on this request: stop waiting for its answer.
+    Abandon(RequestId),
 }
 
 /// The connection a transport actor owns.
@@ -78,6 +80,11 @@ impl Actor for TransportActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             TransportMsg::Send(out) => transport.send(out).await,
+            TransportMsg::Abandon(id) => {
+                if let Transport::Http(t) = transport {
+                    t.abandon(&id);
+                }
+            }
             TransportMsg::Ready => {
                 if let Transport::Http(t) = transport {
                     t.start_notifications().await;

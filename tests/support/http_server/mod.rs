@@ -67,6 +67,7 @@ pub struct HttpMcpServer {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
     accepted: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
     accept_loop: JoinHandle<()>,
 }
 
@@ -87,6 +88,8 @@ impl HttpMcpServer {
         let app = http::router(shared.clone());
         let accepted = Arc::new(AtomicUsize::new(0));
         let counter = accepted.clone();
+        let open = Arc::new(AtomicUsize::new(0));
+        let open_now = open.clone();
         let accept_loop = tokio::spawn(async move {
             // Connections live in this set, so aborting this task drops them all.
             let mut connections = JoinSet::new();
@@ -95,11 +98,14 @@ impl HttpMcpServer {
                     continue;
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
+                open_now.fetch_add(1, Ordering::Relaxed);
                 let service = TowerToHyperService::new(app.clone());
+                let open_now = open_now.clone();
                 connections.spawn(async move {
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
+                    open_now.fetch_sub(1, Ordering::Relaxed);
                 });
                 while connections.try_join_next().is_some() {}
             }
@@ -109,6 +115,7 @@ impl HttpMcpServer {
             addr,
             shared,
             accepted,
+            open,
             accept_loop,
         }
     }
@@ -116,6 +123,11 @@ impl HttpMcpServer {
     /// TCP connections accepted so far.
     pub fn connections(&self) -> usize {
         self.accepted.load(Ordering::Relaxed)
+    }
+
+    /// TCP connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Every HTTP request received so far, in order of arrival.

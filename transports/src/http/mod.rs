@@ -14,6 +14,7 @@ mod notifications;
 mod post;
 mod session;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +23,7 @@ use bytes::Bytes;
 use mcpvisor_protocol::RequestId;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{StatusCode, Url};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 
 use crate::error::TransportError;
 use crate::event::{Outbound, TransportSink};
@@ -352,7 +353,10 @@ impl Shared {
 pub struct HttpTransport<S> {
     shared: Arc<Shared>,
     sink: Arc<S>,
-    requests: JoinSet<()>,
+    /// Each request's task yields its id when it ends.
+    requests: JoinSet<RequestId>,
+    /// Requests still running, to abandon one when its caller gave up.
+    in_flight: HashMap<RequestId, AbortHandle>,
     listener: Option<NotificationListener>,
     down: bool,
 }
@@ -392,6 +396,7 @@ impl<S: TransportSink> HttpTransport<S> {
             shared,
             sink,
             requests: JoinSet::new(),
+            in_flight: HashMap::new(),
             listener: None,
             down: false,
         })
@@ -403,20 +408,43 @@ impl<S: TransportSink> HttpTransport<S> {
         if self.down {
             return Err(TransportError::Closed);
         }
-        while self.requests.try_join_next().is_some() {}
+        self.reap();
         if out.initialize {
             self.shared.session.remember_init(&out.line);
         }
         match out.id.clone() {
             Some(id) => {
                 let (shared, sink) = (self.shared.clone(), self.sink.clone());
-                let id: RequestId = id;
-                self.requests
-                    .spawn(post::post_request(shared, sink, out, id));
+                let key = id.clone();
+                let task = self.requests.spawn(async move {
+                    post::post_request(shared, sink, out, id.clone()).await;
+                    id
+                });
+                self.in_flight.insert(key, task);
                 Ok(())
             }
             None => post::post_notification(&self.shared, out.line.into()).await,
         }
+    }
+
+    /// Stops the request `id` (its caller cancelled it): its POST is dropped, which
+    /// closes that connection, so a server that never answers cannot make
+    /// cancelled requests pile up.
+    pub fn abandon(&mut self, id: &RequestId) {
+        self.reap();
+        if let Some(task) = self.in_flight.remove(id) {
+            task.abort();
+        }
+    }
+
+    /// Forgets requests that have ended.
+    fn reap(&mut self) {
+        while let Some(ended) = self.requests.try_join_next() {
+            if let Ok(id) = ended {
+                self.in_flight.remove(&id);
+            }
+        }
+        // Aborted tasks yield no id; their entries were removed when aborted.
     }
 
     /// Opens the GET notification stream (after the handshake) and waits, at most
@@ -451,6 +479,7 @@ impl<S: TransportSink> HttpTransport<S> {
         }
         self.requests.abort_all();
         while self.requests.join_next().await.is_some() {}
+        self.in_flight.clear();
         self.shared.delete_session().await;
     }
 }
