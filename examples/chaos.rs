@@ -14,6 +14,10 @@
 #[path = "../tests/support/http_server/mod.rs"]
 mod http_server;
 
+#[allow(dead_code)]
+#[path = "../tests/support/proc.rs"]
+mod proc;
+
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/support/chaos/mod.rs"]
 mod chaos;

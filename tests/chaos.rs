@@ -8,7 +8,7 @@ mod support;
 #[path = "support/chaos/mod.rs"]
 mod chaos;
 
-use support::http_server;
+use support::{http_server, proc};
 
 use chaos::{ChaosConfig, FaultKind};
 

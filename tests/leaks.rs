@@ -117,28 +117,6 @@ fn new_threads(before: &Snapshot, now: &Snapshot) -> Vec<String> {
         .collect()
 }
 
-/// Children of this process, zombies included (pid, state).
-fn children() -> Vec<(u32, String)> {
-    let me = std::process::id().to_string();
-    let mut out = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 1 && fields[1] == me {
-            out.push((pid, fields[0].to_string()));
-        }
-    }
-    out
-}
-
 /// Runs `body` on a fresh runtime and shuts the runtime down (joining its
 /// workers and blocking threads) before returning. It all happens on a thread of
 /// its own, so a thread started from `block_on` is not taken for the harness's.
@@ -359,7 +337,11 @@ fn assert_back_to(before: &Snapshot) {
         before.fds,
         now.fds
     );
-    assert!(children().is_empty(), "children left: {:?}", children());
+    assert!(
+        support::proc::children().is_empty(),
+        "children left: {:?}",
+        support::proc::children()
+    );
 }
 
 #[test]

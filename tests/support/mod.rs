@@ -5,6 +5,10 @@
 pub mod auth_server;
 pub mod http_server;
 pub mod peers;
+pub mod proc;
+
+#[allow(unused_imports)]
+pub use proc::{is_alive, live_group_members, rss_kib};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -67,40 +71,6 @@ pub async fn drain<S: Stream<Item = HostEvent> + Unpin>(
     out
 }
 
-/// Live (non-zombie) processes whose process group is `pgid`.
-pub fn live_group_members(pgid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// True while `pid` exists and is not a zombie.
-pub fn is_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 /// Polls `cond` until it holds or `within` passes; returns whether it held.
 pub async fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;
@@ -113,16 +83,6 @@ pub async fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> boo
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// This process's resident set size in KiB.
-pub fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Where `.ci/peers` installs the third-party servers.

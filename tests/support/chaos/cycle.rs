@@ -87,7 +87,7 @@ impl Harness {
                 after.state,
                 before.pid,
                 after.pid,
-                super::proc::rss_kib()
+                crate::proc::rss_kib()
             );
         }
     }

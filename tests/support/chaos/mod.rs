@@ -16,7 +16,6 @@
 mod cycle;
 mod load;
 mod plan;
-mod proc;
 mod report;
 mod rng;
 
@@ -36,6 +35,7 @@ pub use plan::FaultKind;
 pub use report::{Report, Sample};
 
 use crate::http_server::{GetMode, HttpMcpServer, Script};
+use crate::proc;
 use load::Load;
 use plan::FaultPlan;
 

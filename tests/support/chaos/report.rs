@@ -15,9 +15,9 @@ pub struct Sample {
 impl Sample {
     pub fn now() -> Sample {
         Sample {
-            threads: super::proc::thread_count(),
-            fds: super::proc::fd_count(),
-            rss_kib: super::proc::rss_kib(),
+            threads: crate::proc::thread_count(),
+            fds: crate::proc::fd_count(),
+            rss_kib: crate::proc::rss_kib(),
         }
     }
 }
