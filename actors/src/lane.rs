@@ -154,17 +154,20 @@ impl CallLane {
             // Recorded before the line is written, so the answer always finds it.
             calls.slots.insert(id, Slot { reply, progress });
         }
-        if let Err(e) = self.write(line, Some(id)) {
+        let out = Outbound {
+            line,
+            id: Some(RequestId::Number(id)),
+            initialize: false,
+        };
+        if let Err(e) = self.write(out) {
             self.calls.lock().slots.remove(&id);
             return Err(match e {
                 TransportError::Backlog { .. } => CallError::Transport {
                     server: self.server.clone(),
                     source: e,
                 },
-                _ => {
-                    self.write_failed(e);
-                    self.unavailable()
-                }
+                // `send` has told the actor, which ends the connection.
+                _ => self.unavailable(),
             });
         }
         Ok((id, answer))
@@ -188,9 +191,11 @@ impl CallLane {
             let _ = transport.cast(TransportMsg::Abandon(RequestId::Number(id)));
         }
         // Best effort: a server that is not reading will not act on it anyway.
-        if let Err(e) = self.write(line, None) {
-            self.write_failed(e);
-        }
+        let _ = self.write(Outbound {
+            line,
+            id: None,
+            initialize: false,
+        });
         let _ = slot.reply.send(Err(CallError::Cancelled));
     }
 
@@ -310,14 +315,21 @@ impl CallLane {
     /// replies to the server): straight to stdin for stdio, so it keeps its
     /// place among the calls' lines, or through the transport actor.
     pub(crate) fn send(&self, mut out: Outbound) -> Result<(), TransportError> {
+        out.line.push(b'\n');
+        self.write(out)
+    }
+
+    /// Sends `out`, whose line ends with its newline (stdio frames with it; an
+    /// HTTP body goes without). A failed write is reported to the actor.
+    fn write(&self, mut out: Outbound) -> Result<(), TransportError> {
         let sent = match &self.writer {
-            LaneWriter::Stdio(stdin) => {
-                out.line.push(b'\n');
-                stdin.write_line(out.line)
+            LaneWriter::Stdio(stdin) => stdin.write_line(out.line),
+            LaneWriter::Actor(transport) => {
+                out.line.pop();
+                transport
+                    .cast(TransportMsg::Send(out))
+                    .map_err(|_| TransportError::Closed)
             }
-            LaneWriter::Actor(transport) => transport
-                .cast(TransportMsg::Send(out))
-                .map_err(|_| TransportError::Closed),
         };
         if let Err(e) = &sent {
             self.write_failed(e.clone());
@@ -337,24 +349,6 @@ impl CallLane {
                 error,
                 confirmed: false,
             });
-        }
-    }
-
-    /// Writes a line that already ends with its newline.
-    fn write(&self, mut line: Vec<u8>, id: Option<i64>) -> Result<(), TransportError> {
-        match &self.writer {
-            LaneWriter::Stdio(stdin) => stdin.write_line(line),
-            LaneWriter::Actor(transport) => {
-                line.pop();
-                let out = Outbound {
-                    line,
-                    id: id.map(RequestId::Number),
-                    initialize: false,
-                };
-                transport
-                    .cast(TransportMsg::Send(out))
-                    .map_err(|_| TransportError::Closed)
-            }
         }
     }
 
