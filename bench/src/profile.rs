@@ -42,13 +42,7 @@ pub async fn profile_fleet(client: &str, n: usize, repeats: usize) -> anyhow::Re
 /// 100 warm-up calls and then `calls` sequential calls, and returns the
 /// mean round trip in microseconds.
 pub async fn profile_calls(client: &str, calls: usize) -> anyhow::Result<f64> {
-    let client = match client {
-        "mcpvisor" => Client::Mcpvisor,
-        "rmcp" => Client::Rmcp,
-        "floor" => Client::Floor,
-        "tokio-floor" => Client::TokioFloor,
-        other => bail!("unknown client {other:?}"),
-    };
+    let client = Client::parse(client)?;
     let target = ServerTarget::rmcp_echo(&std::env::current_exe()?);
     let mut connection = Connection::open(client, &target).await?;
     connection.sequential(100).await?;

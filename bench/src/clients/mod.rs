@@ -56,6 +56,14 @@ impl Client {
         self != Client::TokioFloor || !server.is_http()
     }
 
+    /// The client called `name` (as [`Client::name`] spells it).
+    pub fn parse(name: &str) -> anyhow::Result<Client> {
+        Client::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| anyhow::anyhow!("unknown client {name:?}"))
+    }
+
     /// The report's name for it.
     pub fn name(self) -> &'static str {
         match self {

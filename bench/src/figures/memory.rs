@@ -94,13 +94,7 @@ async fn run_probe(exe: &std::path::Path, client: Client, n: usize) -> anyhow::R
 pub async fn probe(client: &str, n: usize) -> anyhow::Result<ProbeResult> {
     let exe = std::env::current_exe()?;
     let target = ServerTarget::rmcp_echo(&exe);
-    let client = match client {
-        "mcpvisor" => Client::Mcpvisor,
-        "rmcp" => Client::Rmcp,
-        "floor" => Client::Floor,
-        "tokio-floor" => Client::TokioFloor,
-        other => bail!("unknown client {other:?}"),
-    };
+    let client = Client::parse(client)?;
     Connection::open(client, &target).await?.close().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = resident();
