@@ -49,29 +49,24 @@ pub(crate) async fn read_bounded(
     mut resp: reqwest::Response,
     limit: usize,
 ) -> Result<Bytes, TransportError> {
-    let Some(first) = resp.chunk().await.map_err(http_error)? else {
-        return Ok(Bytes::new());
-    };
-    if first.len() > limit {
-        return Err(TransportError::MessageTooLarge { limit });
-    }
-    let Some(second) = resp.chunk().await.map_err(http_error)? else {
-        return Ok(first);
-    };
-    let mut body = Vec::with_capacity((first.len() + second.len()).min(limit));
-    for chunk in [first, second] {
-        if body.len() + chunk.len() > limit {
-            return Err(TransportError::MessageTooLarge { limit });
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let too_large = TransportError::MessageTooLarge { limit };
+    let mut first = None;
+    let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(http_error)? {
-        if body.len() + chunk.len() > limit {
-            return Err(TransportError::MessageTooLarge { limit });
+        let held = first.as_ref().map_or(0, Bytes::len) + body.len();
+        if held + chunk.len() > limit {
+            return Err(too_large);
         }
-        body.extend_from_slice(&chunk);
+        match first.take() {
+            None if body.is_empty() => first = Some(chunk),
+            Some(earlier) => {
+                body.extend_from_slice(&earlier);
+                body.extend_from_slice(&chunk);
+            }
+            None => body.extend_from_slice(&chunk),
+        }
     }
-    Ok(body.into())
+    Ok(first.unwrap_or_else(|| body.into()))
 }
 
 /// The start of a body, for an error message.
