@@ -13,7 +13,7 @@ use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::json;
 use support::auth_server::client::{
-    Events, TempHome, expires_at, login, oauth, protected, start_host, state_of, unix_now,
+    Events, TempHome, expires_at, http, login, oauth, protected, start_host, state_of, unix_now,
 };
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, drain, eventually, next_ready, wait_for};
@@ -79,7 +79,7 @@ async fn login_registers_and_its_tokens_serve_only_their_url() {
     let notes = oauth("notes", &auth.mcp_url(), &home.0);
     assert_eq!(notes.state().unwrap(), AuthState::LoggedOut);
     let driver = HeadlessDriver::new().unwrap();
-    notes.login(&reqwest::Client::new(), &driver).await.unwrap();
+    notes.login(&http(), &driver).await.unwrap();
 
     // Registered (RFC 7591) with the driver's redirect and the refresh grant.
     let registrations = auth.registrations();
@@ -129,13 +129,7 @@ async fn login_registers_and_its_tokens_serve_only_their_url() {
     let other = oauth("notes", &auth.alt_mcp_url(), &home.0);
     assert_ne!(other.token_path(), notes.token_path());
     assert_eq!(other.state().unwrap(), AuthState::LoggedOut);
-    assert!(
-        other
-            .bearer(&reqwest::Client::new())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(other.bearer(&http()).await.unwrap().is_none());
     let (host, _events) = start_host(protected("notes", &auth.alt_mcp_url(), &other)).await;
     assert!(
         eventually(Duration::from_secs(20), || matches!(
@@ -195,11 +189,7 @@ async fn a_token_expiring_within_the_margin_is_refreshed_before_use() {
         "{seen:?}"
     );
     assert!(expires_at(&notes) > unix_now() + 3000);
-    let bearer = notes
-        .bearer(&reqwest::Client::new())
-        .await
-        .unwrap()
-        .unwrap();
+    let bearer = notes.bearer(&http()).await.unwrap().unwrap();
     assert_eq!(bearer.expose(), refreshed);
     assert_eq!(auth.counts().refresh_requests, 1);
     host.shutdown().await;

@@ -13,7 +13,7 @@ use mcpvisor::auth::{HeadlessDriver, OAuth};
 use mcpvisor::transports::HttpSpec;
 use mcpvisor::{Host, HostEvent, SecretString, ServerSpec};
 use serde_json::json;
-use support::auth_server::client::{TempHome, oauth_config};
+use support::auth_server::client::{TempHome, http, oauth_config};
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, drain, fast_options, next_ready, wait_for};
 
@@ -48,7 +48,7 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
     let notes = Arc::new(OAuth::new(config.clone()).unwrap());
     auth.set_access_ttl(30);
     notes
-        .login(&reqwest::Client::new(), &HeadlessDriver::new().unwrap())
+        .login(&http(), &HeadlessDriver::new().unwrap())
         .await
         .unwrap();
     auth.set_access_ttl(3600);
@@ -98,7 +98,7 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
     shown.push_str(&format!(
         "{:?} {:?}",
         notes.state(),
-        notes.bearer(&reqwest::Client::new()).await
+        notes.bearer(&http()).await
     ));
     host.shutdown().await;
     shown.push_str(&format!(

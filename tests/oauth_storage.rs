@@ -14,7 +14,8 @@ use std::time::Duration;
 use mcpvisor::ServerState;
 use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
 use support::auth_server::client::{
-    TempHome, expires_at, login, oauth, oauth_config, protected, start_host, state_of, unix_now,
+    TempHome, expires_at, http, login, oauth, oauth_config, protected, start_host, state_of,
+    unix_now,
 };
 use support::auth_server::{AuthServer, ClientKind};
 use support::eventually;
@@ -45,7 +46,7 @@ async fn refresh_child_process() {
         "no go from the parent"
     );
     let token = notes
-        .bearer(&reqwest::Client::new())
+        .bearer(&http())
         .await
         .expect("a bearer token")
         .expect("a stored login");
@@ -109,11 +110,7 @@ async fn two_processes_refreshing_at_once_make_one_refresh() {
     assert_eq!(tokens, [refreshed.clone(), refreshed.clone()]);
     assert!(auth.accepts(&refreshed, &auth.mcp_url()));
     assert!(expires_at(&notes) > unix_now() + 3000);
-    let bearer = notes
-        .bearer(&reqwest::Client::new())
-        .await
-        .unwrap()
-        .unwrap();
+    let bearer = notes.bearer(&http()).await.unwrap().unwrap();
     assert_eq!(bearer.expose(), refreshed);
     assert_eq!(auth.counts().refresh_requests, 1);
 }
@@ -132,7 +129,7 @@ async fn two_tasks_refreshing_at_once_make_one_refresh() {
 
     let tasks: Vec<_> = [first.clone(), first.clone(), second.clone()]
         .into_iter()
-        .map(|o| tokio::spawn(async move { o.bearer(&reqwest::Client::new()).await }))
+        .map(|o| tokio::spawn(async move { o.bearer(&http()).await }))
         .collect();
     let mut tokens = Vec::new();
     for task in tasks {
@@ -159,7 +156,7 @@ async fn token_files_are_private_and_replaced_without_leftovers() {
     login(&notes).await;
     auth.set_access_ttl(3600);
     // A refresh replaces the file written by the login.
-    notes.bearer(&reqwest::Client::new()).await.unwrap();
+    notes.bearer(&http()).await.unwrap();
     assert_eq!(auth.counts().refresh_requests, 1);
 
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -205,7 +202,7 @@ async fn a_token_file_corrupted_by_hand_is_reported_and_never_reset() {
     assert!(message.contains(&path.display().to_string()), "{message}");
     assert!(message.contains("corrupt"), "{message}");
     assert!(message.contains("mcpvisor logout notes"), "{message}");
-    let error = notes.bearer(&reqwest::Client::new()).await.unwrap_err();
+    let error = notes.bearer(&http()).await.unwrap_err();
     assert!(corrupt(&error), "{error:?}");
 
     let (host, _events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;

@@ -11,8 +11,9 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use crate::challenge::Challenge;
+use crate::display::display_url;
 use crate::error::AuthError;
-use crate::http::{check_endpoint, get_json, without_query};
+use crate::http::{check_endpoint, get_json};
 
 /// RFC 9728 protected-resource metadata (the fields used here).
 #[derive(Debug, Clone, Deserialize)]
@@ -26,6 +27,7 @@ pub(crate) struct ResourceMetadata {
 /// RFC 8414 authorization-server metadata (the fields used here).
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ServerMetadata {
+    pub(crate) issuer: Option<String>,
     pub(crate) authorization_endpoint: Option<String>,
     pub(crate) token_endpoint: Option<String>,
     pub(crate) registration_endpoint: Option<String>,
@@ -34,15 +36,19 @@ pub(crate) struct ServerMetadata {
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default)]
     pub(crate) client_id_metadata_document_supported: bool,
+    /// RFC 9207: the authorization response carries `iss`.
+    #[serde(default)]
+    pub(crate) authorization_response_iss_parameter_supported: bool,
 }
 
 /// Everything a flow needs to know about where to go.
 #[derive(Debug, Clone)]
 pub(crate) struct Discovered {
-    /// The RFC 8707 `resource` to send (no fragment).
+    /// The RFC 8707 `resource` to send (no query, no fragment).
     pub(crate) resource: String,
     /// Scopes the resource says it supports.
     pub(crate) resource_scopes: Option<Vec<String>>,
+    /// The issuer identifier, checked against the metadata when there is any.
     pub(crate) issuer: String,
     pub(crate) authorization_endpoint: Url,
     pub(crate) token_endpoint: Url,
@@ -69,12 +75,44 @@ impl Discovered {
             .as_ref()
             .is_some_and(|m| m.client_id_metadata_document_supported)
     }
+
+    /// Whether the authorization response must carry `iss` (RFC 9207).
+    pub(crate) fn iss_in_response(&self) -> bool {
+        self.metadata
+            .as_ref()
+            .is_some_and(|m| m.authorization_response_iss_parameter_supported)
+    }
+
+    /// Login needs PKCE with S256: metadata that does not list it is refused.
+    /// With no metadata at all (the 2025-03-26 fallback to `/authorize` and
+    /// `/token` at the root) there is nothing to check; S256 is sent regardless.
+    pub(crate) fn require_pkce_s256(&self) -> Result<(), AuthError> {
+        let Some(metadata) = &self.metadata else {
+            return Ok(());
+        };
+        let s256 = metadata
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
+        if s256 {
+            Ok(())
+        } else {
+            Err(AuthError::PkceUnsupported {
+                issuer: display_url(&self.issuer),
+            })
+        }
+    }
 }
 
-/// The resource identifier of a server URL: without fragment (RFC 8707).
+/// The resource identifier of a server URL (RFC 8707): without query, fragment
+/// or user info, which may hold credentials and must not reach the
+/// authorization server.
 pub(crate) fn resource_of(server: &Url) -> String {
     let mut u = server.clone();
+    u.set_query(None);
     u.set_fragment(None);
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
     u.to_string()
 }
 
@@ -85,13 +123,10 @@ pub(crate) async fn discover(
     challenge: &Challenge,
 ) -> Result<Discovered, AuthError> {
     let prm = protected_resource(client, server, challenge).await?;
-    let (resource, resource_scopes, issuer) = match &prm {
+    let (resource, resource_scopes, named) = match &prm {
         Some(prm) => {
             let resource = match &prm.resource {
-                Some(r) => {
-                    check_resource(server, r)?;
-                    r.clone()
-                }
+                Some(r) => resource_of(&check_resource(server, r)?),
                 None => resource_of(server),
             };
             let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
@@ -99,14 +134,31 @@ pub(crate) async fn discover(
                     "protected-resource metadata names no authorization server".into(),
                 )
             })?;
-            (resource, prm.scopes_supported.clone(), issuer)
+            let issuer_url = Url::parse(&issuer).map_err(|e| {
+                AuthError::Discovery(format!(
+                    "authorization server `{}`: {e}",
+                    display_url(&issuer)
+                ))
+            })?;
+            check_endpoint("authorization server", &issuer_url)?;
+            (resource, prm.scopes_supported.clone(), Some(issuer))
         }
-        // 2025-03-26: the authorization server is the MCP server's origin.
-        None => (resource_of(server), None, origin(server)),
+        None => (resource_of(server), None, None),
     };
-    let issuer_url =
-        Url::parse(&issuer).map_err(|e| AuthError::Discovery(format!("issuer `{issuer}`: {e}")))?;
-    let metadata = server_metadata(client, &issuer_url).await?;
+    let (issuer, metadata) = match named {
+        Some(issuer) => {
+            let issuer_url =
+                Url::parse(&issuer).map_err(|e| AuthError::Discovery(e.to_string()))?;
+            let metadata = server_metadata(client, &issuer_url).await?;
+            if let Some(m) = &metadata {
+                check_issuer(m, &issuer_url)?;
+            }
+            (issuer, metadata)
+        }
+        None => legacy_server(client, server).await?,
+    };
+    let issuer_url = Url::parse(&issuer).map_err(|e| AuthError::Discovery(e.to_string()))?;
+    check_endpoint("issuer", &issuer_url)?;
     let base = origin_url(&issuer_url);
     let endpoint =
         |what: &'static str, given: Option<&String>, fallback: &str| -> Result<Url, AuthError> {
@@ -133,21 +185,13 @@ pub(crate) async fn discover(
                 .map(|r| endpoint("registration", Some(r), "/register"))
                 .transpose()?,
         ),
-        // 2025-03-26 without metadata: the default paths at the root.
+        // No metadata (2025-03-26): the default paths at the issuer's root.
         None => (
             endpoint("authorization", None, "/authorize")?,
             endpoint("token", None, "/token")?,
             Some(endpoint("registration", None, "/register")?),
         ),
     };
-    let methods = metadata
-        .as_ref()
-        .and_then(|m| m.code_challenge_methods_supported.as_ref());
-    if methods.is_some_and(|methods| !methods.iter().any(|m| m == "S256")) {
-        return Err(AuthError::Discovery(
-            "authorization server does not support PKCE S256".into(),
-        ));
-    }
     Ok(Discovered {
         resource,
         resource_scopes,
@@ -159,18 +203,60 @@ pub(crate) async fn discover(
     })
 }
 
+/// 2025-03-26 without protected-resource metadata: the authorization server is
+/// the MCP server's origin. Its metadata was not found through an issuer, so its
+/// `issuer` cannot be compared with one; it must at least be on that origin.
+async fn legacy_server(
+    client: &reqwest::Client,
+    server: &Url,
+) -> Result<(String, Option<ServerMetadata>), AuthError> {
+    let metadata = server_metadata(client, &origin_url(server)).await?;
+    let Some(m) = metadata else {
+        return Ok((origin(server), None));
+    };
+    let issuer = m.issuer.clone().ok_or_else(|| AuthError::IssuerMismatch {
+        context: "authorization-server metadata",
+        expected: origin(server),
+        found: None,
+    })?;
+    let same_origin = Url::parse(&issuer).is_ok_and(|u| u.origin() == server.origin());
+    if !same_origin {
+        return Err(AuthError::IssuerMismatch {
+            context: "authorization-server metadata",
+            expected: origin(server),
+            found: Some(display_url(&issuer)),
+        });
+    }
+    Ok((issuer, Some(m)))
+}
+
+/// RFC 8414 §3.3 (and OpenID Discovery §4.3): the metadata's `issuer` is the
+/// issuer its URL was derived from, or the metadata is not used.
+fn check_issuer(metadata: &ServerMetadata, issuer: &Url) -> Result<(), AuthError> {
+    let found = metadata.issuer.as_deref();
+    if found.and_then(|f| Url::parse(f).ok()).as_ref() == Some(issuer) {
+        return Ok(());
+    }
+    Err(AuthError::IssuerMismatch {
+        context: "authorization-server metadata",
+        expected: display_url(issuer),
+        found: found.map(display_url),
+    })
+}
+
 async fn protected_resource(
     client: &reqwest::Client,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<Option<ResourceMetadata>, AuthError> {
     if let Some(url) = &challenge.resource_metadata {
-        let url = Url::parse(url)
-            .map_err(|e| AuthError::Discovery(format!("resource_metadata URL: {e}")))?;
+        let url = Url::parse(url).map_err(|e| {
+            AuthError::Discovery(format!("resource_metadata `{}`: {e}", display_url(url)))
+        })?;
         if url.origin() != server.origin() {
             return Err(AuthError::Discovery(format!(
                 "resource_metadata {} is not on the server's origin",
-                without_query(&url)
+                display_url(&url)
             )));
         }
         return get_json(client, &url).await;
@@ -221,11 +307,11 @@ async fn server_metadata(
 }
 
 /// The metadata's `resource` must name this server: the same origin, and a path
-/// that is the server's path or a prefix of it.
-fn check_resource(server: &Url, resource: &str) -> Result<(), AuthError> {
+/// that is the server's path or a prefix of it. Returns it parsed.
+fn check_resource(server: &Url, resource: &str) -> Result<Url, AuthError> {
     let mismatch = || AuthError::ResourceMismatch {
-        expected: resource_of(server),
-        found: resource.to_string(),
+        expected: display_url(resource_of(server)),
+        found: display_url(resource),
     };
     let declared = Url::parse(resource).map_err(|_| mismatch())?;
     if declared.origin() != server.origin() {
@@ -234,7 +320,7 @@ fn check_resource(server: &Url, resource: &str) -> Result<(), AuthError> {
     let want = declared.path().trim_end_matches('/');
     let have = server.path().trim_end_matches('/');
     if have == want || have.starts_with(&format!("{want}/")) || want.is_empty() {
-        Ok(())
+        Ok(declared)
     } else {
         Err(mismatch())
     }
@@ -269,8 +355,46 @@ mod tests {
     }
 
     #[test]
-    fn resource_identifiers_drop_the_fragment() {
-        let server = Url::parse("https://mcp.example.com/mcp#frag").unwrap();
+    fn resource_identifiers_drop_query_fragment_and_user_info() {
+        let server = Url::parse("https://u:p@mcp.example.com/mcp?api_key=k#frag").unwrap();
         assert_eq!(resource_of(&server), "https://mcp.example.com/mcp");
+    }
+
+    #[test]
+    fn a_mismatched_resource_is_reported_without_queries() {
+        let server = Url::parse("https://mcp.example.com/mcp?api_key=k1").unwrap();
+        let e = check_resource(&server, "https://evil.example.com/mcp?x=k2").unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, AuthError::ResourceMismatch { .. }));
+        assert!(!text.contains("k1") && !text.contains("k2"), "{text}");
+    }
+
+    #[test]
+    fn the_metadata_issuer_must_be_the_one_asked() {
+        let metadata = |issuer: Option<&str>| ServerMetadata {
+            issuer: issuer.map(str::to_string),
+            authorization_endpoint: None,
+            token_endpoint: None,
+            registration_endpoint: None,
+            scopes_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            code_challenge_methods_supported: None,
+            client_id_metadata_document_supported: false,
+            authorization_response_iss_parameter_supported: false,
+        };
+        let issuer = Url::parse("https://as.example.com/tenant1").unwrap();
+        assert!(check_issuer(&metadata(Some("https://as.example.com/tenant1")), &issuer).is_ok());
+        for bad in [
+            Some("https://evil.example.com/tenant1"),
+            Some("https://as.example.com"),
+            None,
+        ] {
+            assert!(matches!(
+                check_issuer(&metadata(bad), &issuer),
+                Err(AuthError::IssuerMismatch { .. })
+            ));
+        }
+        let root = Url::parse("https://as.example.com").unwrap();
+        assert!(check_issuer(&metadata(Some("https://as.example.com/")), &root).is_ok());
     }
 }

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use reqwest::Url;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
 
 use crate::error::AuthError;
+use crate::http::TIMEOUT;
 
 /// A future returned by a driver.
 pub type DriverFuture<'a> = Pin<Box<dyn Future<Output = Result<Url, AuthError>> + Send + 'a>>;
@@ -35,7 +37,7 @@ impl HeadlessDriver {
     pub fn new() -> Result<HeadlessDriver, AuthError> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(15))
+            .timeout(TIMEOUT)
             .build()
             .map_err(|e| AuthError::Config(e.without_url().to_string()))?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -78,12 +80,28 @@ impl AuthorizationDriver for HeadlessDriver {
     }
 }
 
+/// Time one connection to the loopback listener has to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head read from the loopback listener.
+const MAX_HEAD: usize = 16 * 1024;
+/// Connections to the loopback listener served at once; others wait to be accepted.
+const MAX_CONNECTIONS: usize = 16;
+
 /// Opens the user's browser (where possible; the URL is always printed) and
 /// waits for the redirect on a loopback listener on 127.0.0.1.
+///
+/// The authorization URL is printed to the terminal (stderr) for the user to
+/// open, since without it there is no login; its query holds the `state` and the
+/// PKCE challenge (never the verifier). It is never logged through `tracing`.
+///
+/// Each connection to the listener is read on its own, with a time limit for
+/// its request head: one that connects and sends nothing, or sends slowly,
+/// cannot hold up the real redirect.
 pub struct BrowserDriver {
     listener: parking_lot::Mutex<Option<TcpListener>>,
     redirect: Url,
     timeout: Duration,
+    open_browser: bool,
 }
 
 impl BrowserDriver {
@@ -102,7 +120,14 @@ impl BrowserDriver {
             listener: parking_lot::Mutex::new(Some(listener)),
             redirect,
             timeout,
+            open_browser: true,
         })
+    }
+
+    /// Only prints the URL, without starting a browser (a remote shell, tests).
+    pub fn without_browser(mut self) -> BrowserDriver {
+        self.open_browser = false;
+        self
     }
 }
 
@@ -117,41 +142,86 @@ impl AuthorizationDriver for BrowserDriver {
                 AuthError::Authorization("the loopback listener was already used".into())
             })?;
             eprintln!("Open this URL to authorize:\n\n  {url}\n");
-            open_browser(url.as_str());
-            let wait = async {
-                loop {
-                    let (mut stream, _) = listener
-                        .accept()
-                        .await
-                        .map_err(|e| AuthError::Authorization(e.to_string()))?;
-                    let mut buf = vec![0u8; 8192];
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    let request = String::from_utf8_lossy(&buf[..n]);
-                    let target = request.split_whitespace().nth(1).unwrap_or("");
-                    if !target.starts_with("/callback") {
-                        let _ = stream
-                            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                            .await;
-                        continue;
-                    }
-                    let page = "<html><body>Authorization complete. You can close this window.</body></html>";
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                        page.len()
-                    );
-                    let _ = stream.write_all(reply.as_bytes()).await;
-                    return self
-                        .redirect
-                        .join(target)
-                        .map_err(|e| AuthError::Authorization(e.to_string()));
-                }
-            };
-            tokio::time::timeout(self.timeout, wait)
+            if self.open_browser {
+                open_browser(url.as_str());
+            }
+            tokio::time::timeout(self.timeout, wait_for_redirect(listener, &self.redirect))
                 .await
                 .map_err(|_| {
                     AuthError::Authorization(format!("no redirect within {:?}", self.timeout))
                 })?
         })
+    }
+}
+
+/// Accepts connections until one brings the redirect to `redirect`'s path.
+async fn wait_for_redirect(listener: TcpListener, redirect: &Url) -> Result<Url, AuthError> {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept(), if connections.len() < MAX_CONNECTIONS => {
+                let (stream, _) =
+                    accepted.map_err(|e| AuthError::Authorization(e.to_string()))?;
+                connections.spawn(serve_connection(stream, redirect.clone()));
+            }
+            Some(done) = connections.join_next() => {
+                if let Ok(Some(back)) = done {
+                    return Ok(back);
+                }
+            }
+        }
+    }
+}
+
+/// Reads one request head (bounded in size and time) and answers it; the
+/// redirect URL when it is the callback.
+async fn serve_connection(mut stream: TcpStream, redirect: Url) -> Option<Url> {
+    let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
+        .await
+        .ok()?;
+    let Some(head) = head else {
+        let _ = stream
+            .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+        return None;
+    };
+    let mut request_line = head.split(|&b| b == b'\r').next()?.split(|&b| b == b' ');
+    let (method, target) = (request_line.next()?, request_line.next()?);
+    let target = std::str::from_utf8(target).ok()?;
+    let path = target.split('?').next().unwrap_or("");
+    if method != b"GET" || path != redirect.path() {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .await;
+        return None;
+    }
+    let page = "<html><body>Authorization complete. You can close this window.</body></html>";
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(reply.as_bytes()).await;
+    redirect.join(target).ok()
+}
+
+/// The request head up to its blank line; `None` when it exceeds [`MAX_HEAD`]
+/// or the connection ends first.
+async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    loop {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            head.truncate(end);
+            return Some(head);
+        }
+        if head.len() > MAX_HEAD {
+            return None;
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! OAuth errors. None carries a token, a secret or a code.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Why authorization did not succeed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -32,6 +33,53 @@ pub enum AuthError {
         what: &'static str,
         /// Its URL (without query).
         url: String,
+    },
+    /// An OAuth request was answered with a redirect. None is followed: a `307`
+    /// would re-send a code verifier, a refresh token or a client secret to
+    /// wherever `Location` points, and a `302` could move discovery to another origin.
+    #[error(
+        "`{url}` answered HTTP {status} redirecting to `{location}`; OAuth requests never follow redirects"
+    )]
+    Redirected {
+        /// The URL asked, for display (see [`crate::display_url`]).
+        url: String,
+        /// The 3xx status.
+        status: u16,
+        /// The `Location`, for display (no query, no user info), or `(none)`.
+        location: String,
+    },
+    /// An OAuth request did not complete within its total time.
+    #[error("`{url}` did not answer within {after:?}")]
+    TimedOut {
+        /// The URL asked, for display.
+        url: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// An issuer is not the one discovery started from: the authorization-server
+    /// metadata's `issuer` (RFC 8414 §3.3) or a callback's `iss` (RFC 9207).
+    #[error("the {context} names the issuer `{}`, not `{expected}`; refusing to authorize", found.as_deref().unwrap_or("(none)"))]
+    IssuerMismatch {
+        /// Where the issuer was read: `authorization-server metadata` or `authorization response`.
+        context: &'static str,
+        /// The issuer expected, for display.
+        expected: String,
+        /// The issuer found, for display; `None` when it is missing.
+        found: Option<String>,
+    },
+    /// The authorization server does not advertise PKCE with `S256`, which login requires.
+    #[error(
+        "authorization server `{issuer}` does not advertise PKCE S256 (code_challenge_methods_supported); refusing to log in"
+    )]
+    PkceUnsupported {
+        /// The issuer, for display.
+        issuer: String,
+    },
+    /// A token or lock file is a symbolic link; it is never followed.
+    #[error("token storage: {} is a symbolic link; refusing to follow it (remove it)", path.display())]
+    SymlinkRefused {
+        /// The link.
+        path: PathBuf,
     },
     /// Dynamic client registration failed.
     #[error("client registration failed: {0}")]
@@ -80,7 +128,13 @@ impl AuthError {
         )
     }
 
+    /// A storage failure; `ELOOP` from an `O_NOFOLLOW` open means a symbolic link.
     pub(crate) fn storage(path: &Path, e: std::io::Error) -> AuthError {
+        if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
+            return AuthError::SymlinkRefused {
+                path: path.to_path_buf(),
+            };
+        }
         AuthError::Storage(format!("{}: {e}", path.display()))
     }
 }

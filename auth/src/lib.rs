@@ -20,6 +20,7 @@
 mod challenge;
 mod client_credentials;
 mod discovery;
+mod display;
 mod driver;
 mod error;
 mod http;
@@ -29,6 +30,7 @@ mod storage;
 mod tokens;
 
 pub use challenge::Challenge;
+pub use display::display_url;
 pub use driver::{AuthorizationDriver, BrowserDriver, DriverFuture, HeadlessDriver};
 pub use error::AuthError;
 pub use oauth::{AuthState, Grant, MAX_STEP_UPS, OAuth, OAuthConfig};

@@ -10,10 +10,14 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use crate::discovery::Discovered;
+use crate::display::{display_url, printable};
 use crate::driver::AuthorizationDriver;
 use crate::error::AuthError;
-use crate::http::{OAuthHttp, TIMEOUT, check_endpoint, read_bounded};
-use crate::tokens::{ClientRegistration, StoredTokens, now};
+use crate::http::{HttpFailure, OAuthHttp, check_endpoint, read_bounded, send};
+use crate::tokens::{ClientRegistration, StoredTokens, expiry};
+
+/// Longest `error` or `error_description` text from a server that is shown.
+const MAX_ERROR_TEXT: usize = 200;
 
 /// How this client identifies itself, as configured.
 #[derive(Clone, Default)]
@@ -106,16 +110,13 @@ async fn register(
         "response_types": ["code"],
         "token_endpoint_auth_method": requested,
     });
-    let resp = http
+    let request = http
         .post(endpoint.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body.to_string())
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| AuthError::Registration(e.without_url().to_string()))?;
+        .body(body.to_string());
+    let resp = send(request, endpoint, AuthError::Registration).await?;
     let status = resp.status();
-    let bytes = read_bounded(resp).await?;
+    let bytes = read_bounded(resp, endpoint, AuthError::Registration).await?;
     if !status.is_success() {
         return Err(AuthError::Registration(format!("HTTP {status}")));
     }
@@ -217,6 +218,7 @@ pub(crate) async fn authorize(
     driver: &dyn AuthorizationDriver,
     scope: Option<&str>,
 ) -> Result<StoredTokens, AuthError> {
+    found.require_pkce_s256()?;
     let redirect = driver.redirect_uri();
     let client = oauth_client(found, reg, Some(&redirect))?;
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -232,15 +234,22 @@ pub(crate) async fn authorize(
     let query: std::collections::HashMap<String, String> =
         back.query_pairs().into_owned().collect();
     if let Some(error) = query.get("error") {
-        return Err(AuthError::Authorization(format!(
-            "the authorization server answered `{error}`"
-        )));
+        // Text from the server, bound for a terminal: no control characters.
+        let mut message = format!(
+            "the authorization server answered `{}`",
+            printable(error, MAX_ERROR_TEXT)
+        );
+        if let Some(description) = query.get("error_description") {
+            message.push_str(&format!(": {}", printable(description, MAX_ERROR_TEXT)));
+        }
+        return Err(AuthError::Authorization(message));
     }
     if query.get("state") != Some(state.secret()) {
         return Err(AuthError::Authorization(
             "state does not match; the redirect is not ours".into(),
         ));
     }
+    check_response_issuer(found, query.get("iss").map(String::as_str))?;
     let code = query
         .get("code")
         .ok_or_else(|| AuthError::Authorization("the redirect carries no code".into()))?;
@@ -252,6 +261,27 @@ pub(crate) async fn authorize(
         .await
         .map_err(token_error)?;
     Ok(stored(found, reg, &answer, None, scope))
+}
+
+/// RFC 9207: where the authorization server advertises `iss` in its responses,
+/// the response must carry the issuer discovery found (a mix-up defence); an
+/// `iss` that is present is compared even where it is not advertised. Without
+/// metadata (the 2025-03-26 fallback) the issuer is only a guess at the
+/// server's origin, so an `iss` is not compared with it.
+fn check_response_issuer(found: &Discovered, iss: Option<&str>) -> Result<(), AuthError> {
+    if found.metadata.is_none() {
+        return Ok(());
+    }
+    let same = |iss: &str| matches!((Url::parse(iss), Url::parse(&found.issuer)), (Ok(a), Ok(b)) if a == b);
+    match iss {
+        Some(iss) if same(iss) => Ok(()),
+        None if !found.iss_in_response() => Ok(()),
+        other => Err(AuthError::IssuerMismatch {
+            context: "authorization response",
+            expected: display_url(&found.issuer),
+            found: other.map(display_url),
+        }),
+    }
 }
 
 /// Why a refresh did not succeed.
@@ -313,9 +343,10 @@ pub(crate) async fn refresh(
             .refresh_token()
             .map(|r| r.secret().clone())
             .or_else(|| tokens.refresh_token.clone()),
-        expires_at: answer.expires_in().map(|d| now() + d.as_secs()),
+        expires_at: answer.expires_in().map(expiry),
         scope: tokens.scope.clone(),
         client: tokens.client.clone(),
+        key: None,
     };
     if let Some(scopes) = answer.scopes() {
         next.scope = Some(
@@ -343,24 +374,30 @@ pub(crate) fn stored(
             .refresh_token()
             .map(|r| r.secret().clone())
             .or(previous_refresh),
-        expires_at: answer.expires_in().map(|d| now() + d.as_secs()),
+        expires_at: answer.expires_in().map(expiry),
         scope: answer
             .scopes()
             .map(|s| s.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" "))
             .or_else(|| requested_scope.map(str::to_string)),
         client: reg.clone(),
+        key: None,
     }
 }
 
 /// A token-endpoint failure, without anything secret in it.
-pub(crate) fn token_error<E: std::error::Error>(
-    e: RequestTokenError<E, oauth2::StandardErrorResponse<oauth2::basic::BasicErrorResponseType>>,
+pub(crate) fn token_error(
+    e: RequestTokenError<
+        HttpFailure,
+        oauth2::StandardErrorResponse<oauth2::basic::BasicErrorResponseType>,
+    >,
 ) -> AuthError {
     match e {
-        RequestTokenError::ServerResponse(r) => {
-            AuthError::Token(format!("the server answered `{}`", r.error()))
-        }
-        RequestTokenError::Request(e) => AuthError::Token(e.to_string()),
+        RequestTokenError::ServerResponse(r) => AuthError::Token(format!(
+            "the server answered `{}`",
+            printable(r.error().as_ref(), MAX_ERROR_TEXT)
+        )),
+        // Already an `AuthError` without secrets (a redirect, a timeout, a failure).
+        RequestTokenError::Request(HttpFailure(e)) => e,
         RequestTokenError::Parse(_, _) => AuthError::Token("unreadable token response".into()),
         RequestTokenError::Other(m) => AuthError::Token(m),
     }

@@ -15,7 +15,7 @@ use crate::discovery::{Discovered, discover};
 use crate::driver::AuthorizationDriver;
 use crate::error::AuthError;
 use crate::login::{self, ClientIdentity, RefreshFailure};
-use crate::storage::TokenStore;
+use crate::storage::{StoreLock, TokenStore};
 use crate::tokens::StoredTokens;
 
 /// Step-up authorizations one request may trigger (after the first login);
@@ -94,6 +94,12 @@ pub enum AuthState {
 pub struct OAuth {
     config: OAuthConfig,
     url: Url,
+    /// The one key its tokens are locked, loaded, saved and removed under:
+    /// with the server's name, the configured URL as a resource (no query, no
+    /// fragment). Derived once here, never from what discovery returns: a
+    /// metadata `resource` of `…/mcp/` must not file the tokens of `…/mcp`
+    /// where no lookup or lock will find them.
+    key: String,
     store: TokenStore,
     current: parking_lot::Mutex<Option<StoredTokens>>,
 }
@@ -114,14 +120,41 @@ impl OAuth {
         url.set_fragment(None);
         Ok(OAuth {
             store: TokenStore::new(&config.home),
+            key: crate::discovery::resource_of(&url),
             url,
             config,
             current: parking_lot::Mutex::new(None),
         })
     }
 
-    fn resource_key(&self) -> String {
-        crate::discovery::resource_of(&self.url)
+    fn lock(&self) -> impl std::future::Future<Output = Result<StoreLock, AuthError>> + '_ {
+        self.store.lock(&self.config.server, &self.key)
+    }
+
+    /// The stored tokens, with the configured client secret put back (it is
+    /// never written to the token file).
+    fn load(&self) -> Result<Option<StoredTokens>, AuthError> {
+        let mut tokens = self.store.load(&self.config.server, &self.key)?;
+        if let (Some(t), Some(secret)) = (tokens.as_mut(), &self.config.client_secret) {
+            let configured = self.config.client_id.as_ref() == Some(&t.client.client_id);
+            if configured && t.client.client_secret.is_none() && t.client.auth_method != "none" {
+                t.client.client_secret = Some(secret.expose().to_string());
+            }
+        }
+        Ok(tokens)
+    }
+
+    /// Saves under this server's key; a configured client secret stays in the
+    /// configuration and out of the file (a secret issued by registration has
+    /// nowhere else to live, so it is kept).
+    fn save(&self, tokens: &StoredTokens) -> Result<(), AuthError> {
+        let configured = self.config.client_secret.as_ref().map(|s| s.expose());
+        if configured.is_some() && tokens.client.client_secret.as_deref() == configured {
+            let mut on_disk = tokens.clone();
+            on_disk.client.client_secret = None;
+            return self.store.save(&self.config.server, &self.key, &on_disk);
+        }
+        self.store.save(&self.config.server, &self.key, tokens)
     }
 
     /// The bearer token to send, refreshed shortly before it expires (while the
@@ -132,18 +165,15 @@ impl OAuth {
         if let Some(t) = self.current.lock().as_ref().filter(|t| t.fresh()) {
             return Ok(Some(SecretString::new(t.access_token.clone())));
         }
-        let _lock = self
-            .store
-            .lock(&self.config.server, &self.resource_key())
-            .await?;
+        let _lock = self.lock().await?;
         // Another task or process may have refreshed while this one waited.
-        let stored = self.store.load(&self.config.server, &self.resource_key())?;
+        let stored = self.load()?;
         let tokens = match stored {
             Some(t) if t.fresh() => t,
             Some(t) if t.refresh_token.is_some() => {
                 match login::refresh(http, &t.resource, &t).await {
                     Ok(next) => {
-                        self.store.save(&self.config.server, &next)?;
+                        self.save(&next)?;
                         next
                     }
                     // The refresh was early: the token serves until it expires.
@@ -181,11 +211,8 @@ impl OAuth {
         used: Option<&SecretString>,
         challenge: &Challenge,
     ) -> Result<(), AuthError> {
-        let _lock = self
-            .store
-            .lock(&self.config.server, &self.resource_key())
-            .await?;
-        let stored = self.store.load(&self.config.server, &self.resource_key())?;
+        let _lock = self.lock().await?;
+        let stored = self.load()?;
         if let Some(t) = &stored {
             if used.is_none_or(|u| u.expose() != t.access_token) {
                 // Someone else already replaced the token that was refused.
@@ -195,7 +222,7 @@ impl OAuth {
             if t.refresh_token.is_some() {
                 match login::refresh(http, &t.resource, t).await {
                     Ok(next) => {
-                        self.store.save(&self.config.server, &next)?;
+                        self.save(&next)?;
                         *self.current.lock() = Some(next);
                         return Ok(());
                     }
@@ -221,10 +248,7 @@ impl OAuth {
         http: &reqwest::Client,
         challenge: &Challenge,
     ) -> Result<(), AuthError> {
-        let _lock = self
-            .store
-            .lock(&self.config.server, &self.resource_key())
-            .await?;
+        let _lock = self.lock().await?;
         let tokens = self.unattended_tokens(http, challenge).await?;
         *self.current.lock() = Some(tokens);
         Ok(())
@@ -256,7 +280,7 @@ impl OAuth {
             });
         };
         let tokens = self.authorize(http, driver.as_ref(), challenge).await?;
-        self.store.save(&self.config.server, &tokens)?;
+        self.save(&tokens)?;
         Ok(tokens)
     }
 
@@ -294,7 +318,7 @@ impl OAuth {
         );
         let tokens =
             client_credentials::acquire(http, &found, &client_id, &proof, scope.as_deref()).await?;
-        self.store.save(&self.config.server, &tokens)?;
+        self.save(&tokens)?;
         Ok(tokens)
     }
 
@@ -314,16 +338,15 @@ impl OAuth {
     /// An unauthenticated request to the server, for its `WWW-Authenticate`.
     async fn probe(&self, http: &reqwest::Client) -> Option<Challenge> {
         let body = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
-        let resp = http
+        let request = http
             .post(self.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(
                 reqwest::header::ACCEPT,
                 "application/json, text/event-stream",
             )
-            .body(body)
-            .timeout(crate::http::TIMEOUT)
-            .send()
+            .body(body);
+        let resp = crate::http::send(request, &self.url, AuthError::Discovery)
             .await
             .ok()?;
         let values: Vec<String> = resp
@@ -369,10 +392,7 @@ impl OAuth {
         http: &reqwest::Client,
         driver: &dyn AuthorizationDriver,
     ) -> Result<(), AuthError> {
-        let _lock = self
-            .store
-            .lock(&self.config.server, &self.resource_key())
-            .await?;
+        let _lock = self.lock().await?;
         let tokens = match self.config.grant {
             Grant::AuthorizationCode => self.authorize(http, driver, &Challenge::default()).await?,
             _ => {
@@ -383,7 +403,7 @@ impl OAuth {
                     .map(|_| ());
             }
         };
-        self.store.save(&self.config.server, &tokens)?;
+        self.save(&tokens)?;
         *self.current.lock() = Some(tokens);
         Ok(())
     }
@@ -391,31 +411,29 @@ impl OAuth {
     /// Deletes the stored tokens. Returns whether there were any.
     pub fn logout(&self) -> Result<bool, AuthError> {
         *self.current.lock() = None;
-        self.store.remove(&self.config.server, &self.resource_key())
+        self.store.remove(&self.config.server, &self.key)
     }
 
     fn forget(&self) -> Result<(), AuthError> {
         *self.current.lock() = None;
         self.store
-            .remove(&self.config.server, &self.resource_key())
+            .remove(&self.config.server, &self.key)
             .map(|_| ())
     }
 
     /// Where the login stands (reads the token file; a corrupt file is an error).
     pub fn state(&self) -> Result<AuthState, AuthError> {
-        Ok(
-            match self.store.load(&self.config.server, &self.resource_key())? {
-                None => AuthState::LoggedOut,
-                Some(t) => AuthState::LoggedIn {
-                    expires_at: t.expires_at,
-                    refreshable: t.refresh_token.is_some(),
-                },
+        Ok(match self.load()? {
+            None => AuthState::LoggedOut,
+            Some(t) => AuthState::LoggedIn {
+                expires_at: t.expires_at,
+                refreshable: t.refresh_token.is_some(),
             },
-        )
+        })
     }
 
     /// The token file (for diagnostics and tests).
     pub fn token_path(&self) -> PathBuf {
-        self.store.path(&self.config.server, &self.resource_key())
+        self.store.path(&self.config.server, &self.key)
     }
 }

@@ -1,22 +1,51 @@
 //! Token files: private to this crate, reached only through the `OAuth` facade.
 //!
-//! One file per server and resource under `<home>/oauth/`, directories 0700 and
-//! files 0600 from the moment they exist (created with those modes, never
-//! widened), replaced atomically. A lock per server is held across
-//! read–refresh–write: in-process by a mutex, across processes by a lock file,
-//! so two processes never refresh the same token twice or interleave writes.
+//! One file per server and key (its configured URL, see `OAuth`) under
+//! `<home>/oauth/`, directories 0700 and files 0600 from the moment they exist
+//! (created with those modes, never widened), replaced atomically. A lock per
+//! server is held across read–refresh–write: in-process by a mutex, across
+//! processes by a lock file, so two processes never refresh the same token twice
+//! or interleave writes.
+//!
+//! A local attacker who can write to `<home>/oauth/` could plant a symbolic link
+//! where a token or lock file goes, to have tokens written or files created
+//! elsewhere: token and lock files are opened with `O_NOFOLLOW` and must be
+//! regular files, and an existing directory open to group or others is closed
+//! to 0700 with a warning.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::{Flock, FlockArg, OFlag};
 
 use crate::error::AuthError;
 use crate::tokens::StoredTokens;
+
+/// Largest token file read: far above any real one, and no unbounded read.
+const MAX_TOKEN_FILE: u64 = 1024 * 1024;
+
+/// `O_NOFOLLOW`: a symbolic link is refused (`ELOOP`), never followed.
+/// `O_NONBLOCK`: a FIFO planted in place of a file cannot hang the open.
+fn no_follow() -> i32 {
+    (OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits()
+}
+
+/// Opened files must be regular files (not a FIFO, a device or a directory).
+fn regular(file: File, path: &Path) -> Result<File, AuthError> {
+    let meta = file.metadata().map_err(|e| AuthError::storage(path, e))?;
+    if meta.is_file() {
+        Ok(file)
+    } else {
+        Err(AuthError::Storage(format!(
+            "{}: not a regular file; refusing to use it",
+            path.display()
+        )))
+    }
+}
 
 /// Held while a server's tokens are read, refreshed and written.
 pub(crate) struct StoreLock {
@@ -42,11 +71,11 @@ impl TokenStore {
         }
     }
 
-    /// `<server>-<hash of resource>`: tokens of one URL never answer for another.
-    fn stem(server: &str, resource: &str) -> String {
+    /// `<server>-<hash of key>`: tokens of one URL never answer for another.
+    fn stem(server: &str, key: &str) -> String {
         // FNV-1a: stable across runs and platforms, unlike the std hasher.
         let mut h: u64 = 0xcbf29ce484222325;
-        for b in resource.as_bytes() {
+        for b in key.as_bytes() {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x100000001b3);
         }
@@ -63,25 +92,43 @@ impl TokenStore {
         format!("{safe}-{h:016x}")
     }
 
-    pub(crate) fn path(&self, server: &str, resource: &str) -> PathBuf {
-        self.dir
-            .join(format!("{}.json", Self::stem(server, resource)))
+    pub(crate) fn path(&self, server: &str, key: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", Self::stem(server, key)))
     }
 
+    /// Creates the directory 0700; an existing one open to group or others is
+    /// closed to 0700 with a warning rather than refused: the tokens in it are
+    /// exposed until then, and closing it is what the user would do anyway.
     fn ensure_dir(&self) -> Result<(), AuthError> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
-            .map_err(|e| AuthError::storage(&self.dir, e))
+            .map_err(|e| AuthError::storage(&self.dir, e))?;
+        let meta =
+            std::fs::symlink_metadata(&self.dir).map_err(|e| AuthError::storage(&self.dir, e))?;
+        if meta.file_type().is_symlink() {
+            return Err(AuthError::SymlinkRefused {
+                path: self.dir.clone(),
+            });
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                "the token directory was open to other users (mode {mode:o}); set to 0700. \
+                 Tokens stored in it may have been read: log out and in again if that matters"
+            );
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| AuthError::storage(&self.dir, e))?;
+        }
+        Ok(())
     }
 
     /// Takes the lock of one server's tokens (waits for other tasks and processes).
-    pub(crate) async fn lock(&self, server: &str, resource: &str) -> Result<StoreLock, AuthError> {
+    pub(crate) async fn lock(&self, server: &str, key: &str) -> Result<StoreLock, AuthError> {
         self.ensure_dir()?;
-        let path = self
-            .dir
-            .join(format!("{}.lock", Self::stem(server, resource)));
+        let path = self.dir.join(format!("{}.lock", Self::stem(server, key)));
         let local = local_locks()
             .lock()
             .entry(path.clone())
@@ -94,8 +141,10 @@ impl TokenStore {
                 .truncate(false)
                 .write(true)
                 .mode(0o600)
+                .custom_flags(no_follow())
                 .open(&path)
                 .map_err(|e| AuthError::storage(&path, e))?;
+            let file = regular(file, &path)?;
             Flock::lock(file, FlockArg::LockExclusive)
                 .map_err(|(_, errno)| AuthError::storage(&path, errno.into()))
         })
@@ -108,60 +157,79 @@ impl TokenStore {
     }
 
     /// The stored tokens, if any; a file that does not parse is an error, never ignored.
-    pub(crate) fn load(
-        &self,
-        server: &str,
-        resource: &str,
-    ) -> Result<Option<StoredTokens>, AuthError> {
-        let path = self.path(server, resource);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+    pub(crate) fn load(&self, server: &str, key: &str) -> Result<Option<StoredTokens>, AuthError> {
+        let path = self.path(server, key);
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(no_follow())
+            .open(&path)
+        {
+            Ok(f) => regular(f, &path)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(AuthError::storage(&path, e)),
         };
+        let mut text = String::new();
+        file.take(MAX_TOKEN_FILE)
+            .read_to_string(&mut text)
+            .map_err(|e| AuthError::storage(&path, e))?;
+        let corrupt = |line, column| AuthError::CorruptTokenFile {
+            server: server.to_string(),
+            path: path.clone(),
+            line,
+            column,
+        };
         let tokens: StoredTokens =
-            serde_json::from_str(&text).map_err(|e| AuthError::CorruptTokenFile {
-                server: server.to_string(),
-                path: path.clone(),
-                line: e.line(),
-                column: e.column(),
-            })?;
-        if tokens.resource != resource {
-            return Err(AuthError::CorruptTokenFile {
-                server: server.to_string(),
-                path,
-                line: 0,
-                column: 0,
-            });
+            serde_json::from_str(&text).map_err(|e| corrupt(e.line(), e.column()))?;
+        // Files written before keys were recorded carry the key as their resource.
+        if tokens.key.as_deref().unwrap_or(&tokens.resource) != key {
+            return Err(corrupt(0, 0));
         }
         Ok(Some(tokens))
     }
 
-    /// Replaces the stored tokens atomically (a 0600 temporary file renamed into place).
-    pub(crate) fn save(&self, server: &str, tokens: &StoredTokens) -> Result<(), AuthError> {
+    /// Replaces the stored tokens atomically (a 0600 temporary file renamed into
+    /// place); a symbolic link where the file goes is refused.
+    pub(crate) fn save(
+        &self,
+        server: &str,
+        key: &str,
+        tokens: &StoredTokens,
+    ) -> Result<(), AuthError> {
         self.ensure_dir()?;
-        let path = self.path(server, &tokens.resource);
+        let path = self.path(server, key);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(AuthError::SymlinkRefused { path });
+        }
         let tmp = path.with_extension(format!(
             "json.{}.{}.tmp",
             std::process::id(),
             fastrand::u32(..)
         ));
+        let mut tokens = tokens.clone();
+        tokens.key = Some(key.to_string());
         let body =
-            serde_json::to_vec_pretty(tokens).map_err(|e| AuthError::Storage(e.to_string()))?;
+            serde_json::to_vec_pretty(&tokens).map_err(|e| AuthError::Storage(e.to_string()))?;
         let mut file = OpenOptions::new()
             .create_new(true)
             .write(true)
             .mode(0o600)
+            .custom_flags(no_follow())
             .open(&tmp)
             .map_err(|e| AuthError::storage(&tmp, e))?;
-        file.write_all(&body)
-            .and_then(|_| file.sync_all())
-            .map_err(|e| AuthError::storage(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| AuthError::storage(&path, e))
+        let written = file.write_all(&body).and_then(|_| file.sync_all());
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(AuthError::storage(&tmp, e));
+        }
+        std::fs::rename(&tmp, &path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            AuthError::storage(&path, e)
+        })
     }
 
-    pub(crate) fn remove(&self, server: &str, resource: &str) -> Result<bool, AuthError> {
-        let path = self.path(server, resource);
+    /// Removes the token file (a symbolic link in its place is removed, not followed).
+    pub(crate) fn remove(&self, server: &str, key: &str) -> Result<bool, AuthError> {
+        let path = self.path(server, key);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),

@@ -1,7 +1,7 @@
 //! What a login yields and what a refresh needs.
 
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,19 +29,28 @@ pub(crate) struct StoredTokens {
     pub(crate) expires_at: Option<u64>,
     pub(crate) scope: Option<String>,
     pub(crate) client: ClientRegistration,
+    /// The storage key the file was written under (see `OAuth`); `None` until saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
 }
 
 impl StoredTokens {
     /// True when the access token is missing its expiry or expires after the margin.
     pub(crate) fn fresh(&self) -> bool {
         self.expires_at
-            .is_none_or(|at| at > now() + REFRESH_MARGIN_SECS)
+            .is_none_or(|at| at > now().saturating_add(REFRESH_MARGIN_SECS))
     }
 
     /// True once the access token's expiry has passed.
     pub(crate) fn expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= now())
     }
+}
+
+/// The Unix time `expires_in` from now; a huge `expires_in` saturates rather
+/// than overflowing (it is the server's number, not ours).
+pub(crate) fn expiry(expires_in: Duration) -> u64 {
+    now().saturating_add(expires_in.as_secs())
 }
 
 pub(crate) fn now() -> u64 {

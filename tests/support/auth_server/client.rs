@@ -58,11 +58,16 @@ pub fn oauth(server: &str, url: &str, home: &Path) -> Arc<OAuth> {
     Arc::new(OAuth::new(oauth_config(server, url, home)).expect("a valid OAuth configuration"))
 }
 
+/// The HTTP client the host and the CLI use (no redirects followed, no `Referer`).
+pub fn http() -> reqwest::Client {
+    mcpvisor::transports::http_client(&Default::default()).expect("the production HTTP client")
+}
+
 /// What `mcpvisor login --headless` does: registration, authorization, code exchange.
 pub async fn login(oauth: &OAuth) {
     let driver = HeadlessDriver::new().expect("a headless driver");
     oauth
-        .login(&reqwest::Client::new(), &driver)
+        .login(&http(), &driver)
         .await
         .expect("login against the in-process authorization server");
 }
