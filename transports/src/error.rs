@@ -84,6 +84,15 @@ pub enum TransportError {
         /// The start of the body, for diagnosis (bounded).
         body: String,
     },
+    /// The server answered with a redirect, which is never followed: it would carry
+    /// the configured headers, the session id and the token to another place.
+    #[error("server answered HTTP {status} (a redirect{}); redirects are not followed", location_suffix(.location))]
+    Redirected {
+        /// The status code (3xx).
+        status: u16,
+        /// Where it pointed, with its query and user info redacted.
+        location: Option<String>,
+    },
     /// The HTTP request failed below HTTP (connect, reset, TLS, I/O).
     #[error("HTTP request failed: {0}")]
     Http(String),
@@ -117,6 +126,13 @@ fn body_suffix(body: &str) -> String {
         String::new()
     } else {
         format!(": {body}")
+    }
+}
+
+fn location_suffix(location: &Option<String>) -> String {
+    match location {
+        Some(l) => format!(" to {l}"),
+        None => String::new(),
     }
 }
 

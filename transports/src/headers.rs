@@ -19,8 +19,22 @@ pub const TRANSPORT_OWNED: &[&str] = &[
     "host",
     "mcp-session-id",
     "last-event-id",
-    "transfer-encoding",
+];
+
+/// Headers about one hop or a proxy, not the server: configuring them would let a
+/// configuration smuggle framing (`transfer-encoding`, `te`, `trailer`), change the
+/// connection (`connection`, `keep-alive`, `upgrade`, `expect`) or hand a proxy
+/// credential to the server (`proxy-authorization`).
+pub const HOP_BY_HOP: &[&str] = &[
     "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
 ];
 
 /// Why a configured header was refused. Never carries the value.
@@ -38,6 +52,9 @@ pub enum HeaderError {
     /// The transport sets this header itself.
     #[error("header `{0}` is set by the transport and cannot be configured")]
     TransportOwned(String),
+    /// The header concerns one hop or a proxy, not the server.
+    #[error("header `{0}` is hop-by-hop or for a proxy and cannot be configured")]
+    HopByHop(String),
     /// The same header was configured twice.
     #[error("header `{0}` is configured more than once")]
     Duplicate(String),
@@ -58,6 +75,9 @@ impl HttpHeaders {
                 .map_err(|_| HeaderError::InvalidName(name.clone()))?;
             if TRANSPORT_OWNED.contains(&parsed.as_str()) {
                 return Err(HeaderError::TransportOwned(parsed.as_str().to_string()));
+            }
+            if HOP_BY_HOP.contains(&parsed.as_str()) {
+                return Err(HeaderError::HopByHop(parsed.as_str().to_string()));
             }
             let mut v = HeaderValue::from_str(value.expose())
                 .map_err(|_| HeaderError::InvalidValue(parsed.as_str().to_string()))?;
@@ -160,6 +180,22 @@ mod tests {
                     Err(HeaderError::TransportOwned(_))
                 ),
                 "{owned}"
+            );
+        }
+        for hop in [
+            "Connection",
+            "TE",
+            "Upgrade",
+            "Expect",
+            "Trailer",
+            "Keep-Alive",
+            "Transfer-Encoding",
+            "Proxy-Authorization",
+        ] {
+            assert_eq!(
+                HttpHeaders::new(&[h(hop, "x")]).unwrap_err(),
+                HeaderError::HopByHop(hop.to_ascii_lowercase()),
+                "{hop}"
             );
         }
         assert!(matches!(

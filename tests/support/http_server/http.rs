@@ -105,6 +105,9 @@ async fn post(
     };
     let requests: Vec<Value> = messages.into_iter().filter(is_request).collect();
     let mut response = if requests.is_empty() {
+        if script.hang_notifications {
+            return std::future::pending().await;
+        }
         StatusCode::ACCEPTED.into_response()
     } else {
         answer(shared, script, requests, batched).await
@@ -217,6 +220,16 @@ fn get(shared: &Arc<Shared>, script: &Script, headers: &HeaderMap) -> Response {
                 },
             )
         }
+        GetMode::RetryThenClose { retry_ms } => (
+            [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+            format!("retry: {retry_ms}\n\n"),
+        )
+            .into_response(),
+        GetMode::Redirect(to) => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, to)],
+        )
+            .into_response(),
     }
 }
 

@@ -15,7 +15,7 @@ pub enum AnswerMode {
 }
 
 /// How `GET /mcp` (the server-to-client stream) is answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum GetMode {
     /// 405: this server offers no GET stream.
     #[default]
@@ -33,6 +33,10 @@ pub enum GetMode {
         then_close: bool,
         interval_ms: u64,
     },
+    /// 200 `text/event-stream` holding only `retry: <retry_ms>`, then the end.
+    RetryThenClose { retry_ms: u64 },
+    /// 307 to this URL.
+    Redirect(&'static str),
 }
 
 /// The fixture's behaviour. Tool knobs apply to a POST holding that single
@@ -66,6 +70,8 @@ pub struct Script {
     /// Answer an unknown or expired session with 400 and a JSON-RPC error body (as the
     /// TypeScript SDK does) instead of 404.
     pub dead_session_400: bool,
+    /// Never answer POSTs that hold only notifications (no 202), the connection open.
+    pub hang_notifications: bool,
     /// Answer DELETE with 405.
     pub delete_not_allowed: bool,
     /// Keep no record of requests (for long runs, where the record would grow

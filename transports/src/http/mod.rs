@@ -9,6 +9,7 @@
 //! A best-effort GET stream carries server-initiated messages. Shutdown stops
 //! the stream, abandons requests in flight and DELETEs the session.
 
+mod backoff;
 mod body;
 mod notifications;
 mod post;
@@ -124,6 +125,9 @@ pub struct HttpOptions {
     pub connect_timeout: Duration,
     /// Time allowed for the DELETE at teardown.
     pub delete_timeout: Duration,
+    /// Time allowed for an exchange that is not an answer stream: a notification
+    /// or response POST, whose answer is a bare 202.
+    pub exchange_timeout: Duration,
     /// How often a cut SSE answer is resumed before the request fails.
     pub resume_attempts: u32,
     /// First delay before reopening a dropped GET stream (when the server gave no `retry:`).
@@ -140,6 +144,7 @@ impl Default for HttpOptions {
             message_limit: 4 * 1024 * 1024,
             connect_timeout: Duration::from_secs(10),
             delete_timeout: Duration::from_secs(2),
+            exchange_timeout: Duration::from_secs(30),
             resume_attempts: 3,
             get_backoff_initial: Duration::from_millis(500),
             get_backoff_max: Duration::from_secs(30),
@@ -158,6 +163,10 @@ pub fn http_client(options: &HttpOptions) -> Result<reqwest::Client, TransportEr
 
 fn client_builder(options: &HttpOptions) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
+        // A followed redirect would carry the configured headers, the session id and
+        // the bearer token to wherever `Location` points: a 3xx is an error instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
         .connect_timeout(options.connect_timeout)
         .pool_idle_timeout(Duration::from_secs(90))
         .tcp_nodelay(true)
@@ -220,6 +229,9 @@ impl Shared {
                 req = req.header(AUTHORIZATION, value);
             }
             let resp = req.send().await.map_err(http_error)?;
+            if resp.status().is_redirection() {
+                return Err(redirected(&self.url, &resp));
+            }
             let Some(oauth) = &self.oauth else {
                 return Ok(resp);
             };
@@ -256,10 +268,12 @@ impl Shared {
         }
     }
 
-    /// POSTs one message; also says whether a session id went with it.
+    /// POSTs one message; also says whether a session id went with it. A
+    /// `timeout` bounds the whole exchange (for answers that are not streams).
     pub(crate) async fn post(
         &self,
         body: &Bytes,
+        timeout: Option<Duration>,
     ) -> Result<(reqwest::Response, bool), TransportError> {
         let had = self.session.current().0.is_some();
         let resp = self
@@ -273,6 +287,10 @@ impl Shared {
                         HeaderValue::from_static("application/json, text/event-stream"),
                     )
                     .body(body.clone());
+                let req = match timeout {
+                    Some(t) => req.timeout(t),
+                    None => req,
+                };
                 self.with_session(req).0
             })
             .await?;
@@ -349,6 +367,22 @@ impl Shared {
     }
 }
 
+/// The error for a 3xx answer: its status and where it pointed, for display only.
+fn redirected(base: &Url, resp: &reqwest::Response) -> TransportError {
+    let location = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|l| match base.join(l) {
+            Ok(target) => redact_url(target.as_str()),
+            Err(_) => "[unparseable URL]".to_string(),
+        });
+    TransportError::Redirected {
+        status: resp.status().as_u16(),
+        location,
+    }
+}
+
 /// A Streamable HTTP connection.
 pub struct HttpTransport<S> {
     shared: Arc<Shared>,
@@ -383,6 +417,12 @@ impl<S: TransportSink> HttpTransport<S> {
         let url = endpoint_url(&spec.url)?;
         let headers =
             HttpHeaders::new(&spec.headers).map_err(|e| TransportError::Config(e.to_string()))?;
+        if spec.oauth.is_some() && headers.map().contains_key(AUTHORIZATION) {
+            // Two credentials, two `Authorization` headers on the wire: refuse, do not guess.
+            return Err(TransportError::Config(
+                "a static `Authorization` header and OAuth are both configured".into(),
+            ));
+        }
         let shared = Arc::new(Shared {
             server: Arc::from(server),
             client,

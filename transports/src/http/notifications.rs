@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use mcpvisor_protocol::sse::SseParser;
 use reqwest::StatusCode;
 use tokio::sync::{oneshot, watch};
 
 use super::Shared;
+use super::backoff::{HEALTHY_FOR, StreamBackoff};
 use super::body::{Kind, kind, pump_sse};
 use crate::event::TransportSink;
 
@@ -71,8 +71,8 @@ impl Drop for NotificationListener {
 enum Outcome {
     /// 405: the server has no GET stream.
     Unsupported,
-    /// The stream ended or failed; try again later.
-    Retry,
+    /// The stream ended or failed; try again later. `healthy`: it had stayed up.
+    Retry { healthy: bool },
 }
 
 async fn listen<S: TransportSink>(
@@ -92,7 +92,10 @@ async fn listen<S: TransportSink>(
         }
     };
     let mut parser = SseParser::new(shared.options.message_limit);
-    let mut backoff = shared.options.get_backoff_initial;
+    let mut backoff = StreamBackoff::new(
+        shared.options.get_backoff_initial,
+        shared.options.get_backoff_max,
+    );
     loop {
         let attempt = stream_once(&shared, &client, &*sink, &mut parser, &mut opened);
         let outcome = tokio::select! {
@@ -104,14 +107,7 @@ async fn listen<S: TransportSink>(
                 tracing::debug!(server = %shared.server, "server offers no GET notification stream (405)");
                 return;
             }
-            Outcome::Retry => match parser.retry() {
-                Some(ms) => Duration::from_millis(ms),
-                None => {
-                    let d = backoff;
-                    backoff = (backoff * 2).min(shared.options.get_backoff_max);
-                    d
-                }
-            },
+            Outcome::Retry { healthy } => backoff.after(parser.retry(), healthy, fastrand::f64()),
         };
         tokio::select! {
             _ = stopped.changed() => return,
@@ -136,7 +132,7 @@ async fn stream_once<S: TransportSink>(
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(server = %shared.server, "notification stream: {e}");
-            return Outcome::Retry;
+            return Outcome::Retry { healthy: false };
         }
     };
     match resp.status() {
@@ -144,12 +140,15 @@ async fn stream_once<S: TransportSink>(
         StatusCode::OK if matches!(kind(&resp), Kind::Sse) => {}
         status => {
             tracing::debug!(server = %shared.server, %status, "notification stream refused");
-            return Outcome::Retry;
+            return Outcome::Retry { healthy: false };
         }
     }
     tracing::debug!(server = %shared.server, "notification stream open");
+    let opened_at = tokio::time::Instant::now();
     if let Err(e) = pump_sse(&mut resp, parser, sink, None).await {
         tracing::debug!(server = %shared.server, "notification stream ended: {e}");
     }
-    Outcome::Retry
+    Outcome::Retry {
+        healthy: opened_at.elapsed() >= HEALTHY_FOR,
+    }
 }

@@ -10,6 +10,7 @@ use mcpvisor_protocol::{Incoming, Message, RequestId};
 use reqwest::StatusCode;
 
 use super::Shared;
+use super::backoff::retry_delay;
 use super::body::{Kind, answers, deliver_json, drain_sse, excerpt, kind, pump_sse, read_bounded};
 use crate::error::TransportError;
 use crate::event::{Outbound, TransportEvent, TransportSink};
@@ -48,7 +49,7 @@ async fn exchange<S: TransportSink>(
     let mut renewed = false;
     loop {
         let generation = shared.session.generation();
-        let (resp, had_session) = shared.post(body).await?;
+        let (resp, had_session) = shared.post(body, None).await?;
         if initialize {
             shared.session.capture(resp.headers())?;
         }
@@ -136,10 +137,7 @@ async fn resume<S: TransportSink>(
         let Some(last) = parser.last_event_id().map(str::to_string) else {
             return Err(TransportError::NoResponse);
         };
-        let delay = parser
-            .retry()
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_RETRY);
+        let delay = parser.retry().map(retry_delay).unwrap_or(DEFAULT_RETRY);
         tokio::time::sleep(delay).await;
         let mut resp = shared.get(Some(&last)).await?;
         if resp.status() != StatusCode::OK {
@@ -160,7 +158,9 @@ async fn resume<S: TransportSink>(
 
 /// Sends a notification or response; a 202 (or 200) is all that comes back.
 pub(crate) async fn post_notification(shared: &Shared, body: Bytes) -> Result<(), TransportError> {
-    let (resp, _) = shared.post(&body).await?;
+    let (resp, _) = shared
+        .post(&body, Some(shared.options.exchange_timeout))
+        .await?;
     match resp.status() {
         StatusCode::ACCEPTED | StatusCode::OK => Ok(()),
         _ => Err(status_error(resp).await),
@@ -182,7 +182,7 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
         }
     };
     shared.session.forget();
-    let (mut resp, _) = shared.post(&init).await?;
+    let (mut resp, _) = shared.post(&init, None).await?;
     if resp.status() != StatusCode::OK {
         return Err(TransportError::SessionExpired(
             status_error(resp).await.to_string(),
