@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::hostile::apply;
 use super::pkce::{basic_authorization, s256_challenge};
 use super::{AccessGrant, Client, ClientKind, CodeGrant, RefreshGrant, Shared, lock, random_value};
 
@@ -20,7 +21,7 @@ pub(super) async fn metadata(State(shared): State<Arc<Shared>>) -> Json<Value> {
         ClientKind::Public => vec!["none"],
         ClientKind::Confidential => vec!["client_secret_basic"],
     };
-    Json(json!({
+    let mut doc = json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
@@ -30,7 +31,9 @@ pub(super) async fn metadata(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": methods,
         "scopes_supported": ["notes"],
-    }))
+    });
+    apply(&mut doc, &lock(&shared.hostility).server_metadata);
+    Json(doc)
 }
 
 /// RFC 7591 registration: a client id, and a secret for a confidential client.
@@ -117,6 +120,9 @@ pub(super) async fn authorize(
         );
         back.query_pairs_mut().append_pair("code", &code);
     }
+    for (name, value) in &lock(&shared.hostility).callback_params {
+        back.query_pairs_mut().append_pair(name, value);
+    }
     if let Some(s) = query.get("state") {
         back.query_pairs_mut().append_pair("state", s);
     }
@@ -195,7 +201,10 @@ pub(super) async fn token(
         access.clone(),
         AccessGrant {
             resource: resource.clone(),
-            expires: Instant::now() + Duration::from_secs(ttl),
+            // A test may hand out `expires_in: u64::MAX`: never expiring here.
+            expires: Instant::now()
+                .checked_add(Duration::from_secs(ttl))
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86400)),
             rejected: false,
         },
     );

@@ -15,10 +15,13 @@
 //! The test sets how long access tokens live, can slow refreshes down, take the
 //! token endpoint down, revoke every refresh token or make the resource reject
 //! every access token issued so far, and reads counters and records of what each
-//! endpoint saw. Dropping the server closes the port and every open connection.
+//! endpoint saw. It can also be made hostile (see [`hostile`]): an endpoint that
+//! redirects or never answers, altered metadata, extra callback parameters.
+//! Dropping the server closes the port and every open connection.
 
 mod authorization;
 pub mod client;
+pub mod hostile;
 pub mod pkce;
 mod resource;
 
@@ -32,6 +35,8 @@ use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use serde_json::Value;
+
+use hostile::{Endpoint, Hostility, Misbehaviour};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -98,6 +103,8 @@ impl AuthServer {
             access_ttl: Mutex::new(3600),
             refresh_delay: Mutex::new(Duration::ZERO),
             token_outage: Mutex::new(false),
+            resource_suffix: Mutex::new(String::new()),
+            hostility: Mutex::new(Hostility::default()),
             state: Mutex::new(State::default()),
         });
         let app = router(shared.clone());
@@ -163,6 +170,51 @@ impl AuthServer {
         for grant in lock(&self.shared.state).access.values_mut() {
             grant.rejected = true;
         }
+    }
+
+    /// The resources call themselves `…/mcp{suffix}` from now on: in their
+    /// metadata's `resource`, and as the audience their tokens must have.
+    pub fn set_resource_suffix(&self, suffix: &str) {
+        *lock(&self.shared.resource_suffix) = suffix.to_string();
+    }
+
+    /// `endpoint` misbehaves from now on.
+    pub fn misbehave(&self, endpoint: Endpoint, how: Misbehaviour) {
+        lock(&self.shared.hostility).endpoints.insert(endpoint, how);
+    }
+
+    /// Sets `key` in the authorization-server metadata (`null` removes it).
+    pub fn set_server_metadata(&self, key: &str, value: Value) {
+        lock(&self.shared.hostility)
+            .server_metadata
+            .insert(key.to_string(), value);
+    }
+
+    /// Sets `key` in the protected-resource metadata (`null` removes it).
+    pub fn set_resource_metadata(&self, key: &str, value: Value) {
+        lock(&self.shared.hostility)
+            .resource_metadata
+            .insert(key.to_string(), value);
+    }
+
+    /// Authorization responses carry only these extra parameters from now on.
+    pub fn set_callback_params(&self, params: &[(&str, &str)]) {
+        lock(&self.shared.hostility).callback_params = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+
+    /// A client registered out of band (a configured `clientId`), with its
+    /// secret if confidential, allowed to come back to `redirect_uri`.
+    pub fn preregister(&self, client_id: &str, secret: Option<&str>, redirect_uri: &str) {
+        lock(&self.shared.state).clients.insert(
+            client_id.to_string(),
+            Client {
+                redirect_uris: vec![redirect_uri.to_string()],
+                secret: secret.map(str::to_string),
+            },
+        );
     }
 
     /// Whether the resource at `url` would accept `token` now.
@@ -247,7 +299,11 @@ fn router(shared: Arc<Shared>) -> Router {
                     .delete(resource::no_stream),
             );
     }
-    app.with_state(shared)
+    app.layer(axum::middleware::from_fn_with_state(
+        shared.clone(),
+        hostile::misbehave,
+    ))
+    .with_state(shared)
 }
 
 /// What the handlers share with the test.
@@ -257,6 +313,8 @@ struct Shared {
     access_ttl: Mutex<u64>,
     refresh_delay: Mutex<Duration>,
     token_outage: Mutex<bool>,
+    resource_suffix: Mutex<String>,
+    hostility: Mutex<Hostility>,
     state: Mutex<State>,
 }
 

@@ -10,16 +10,20 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::hostile::apply;
 use super::{ResourceRequest, Shared, lock};
 
 /// RFC 9728 protected-resource metadata of the endpoint at `path`.
 pub(super) async fn metadata(State(shared): State<Arc<Shared>>, path: &'static str) -> Json<Value> {
-    Json(json!({
-        "resource": format!("{}{path}", shared.base),
+    let suffix = lock(&shared.resource_suffix).clone();
+    let mut doc = json!({
+        "resource": format!("{}{path}{suffix}", shared.base),
         "authorization_servers": [shared.base],
         "scopes_supported": ["notes"],
         "bearer_methods_supported": ["header"],
-    }))
+    });
+    apply(&mut doc, &lock(&shared.hostility).resource_metadata);
+    Json(doc)
 }
 
 /// These endpoints offer no GET stream and keep no session to delete.
@@ -40,7 +44,7 @@ pub(super) async fn serve(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_string);
-    let url = format!("{}{path}", shared.base);
+    let url = format!("{}{path}{}", shared.base, lock(&shared.resource_suffix));
     let checked = {
         let mut state = lock(&shared.state);
         let checked = token.as_deref().map(|t| state.check(t, &url));
