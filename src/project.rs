@@ -24,6 +24,9 @@ pub enum ProjectError {
     /// The entry is not an HTTP server (only those log in).
     #[error("server `{0}` is not an HTTP server; only HTTP servers use OAuth")]
     NotHttp(String),
+    /// The entry is not enabled (approved and not disabled): nothing of it is evaluated.
+    #[error("server `{0}` is not enabled; run `mcpvisor enable {0}` first")]
+    NotEnabled(String),
     /// No entry has that name.
     #[error("no server named `{0}` in the configuration")]
     UnknownServer(String),
@@ -99,7 +102,13 @@ impl Project {
             let approved = self.store.is_approved(&self.key, &entry.name)?;
             let enabled = approved && !entry.disabled;
             let problems = if enabled {
-                entry.resolve(lookup, &base).err().unwrap_or_default()
+                match entry.resolve(lookup, &base) {
+                    Ok(spec) => self
+                        .with_oauth(entry, spec, lookup)
+                        .err()
+                        .unwrap_or_default(),
+                    Err(problems) => problems,
+                }
             } else {
                 entry.structural_problems()
             };
@@ -169,6 +178,8 @@ impl Project {
     }
 
     /// The OAuth facade of HTTP entry `name` (for `login`, `logout` and status).
+    /// Only an enabled entry's `oauth` block is evaluated: a disabled or unapproved
+    /// one may name variables and key files nobody agreed to read.
     pub fn oauth(
         &self,
         name: &str,
@@ -179,6 +190,9 @@ impl Project {
             .servers
             .get(name)
             .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        if entry.disabled || !self.store.is_approved(&self.key, name)? {
+            return Err(ProjectError::NotEnabled(name.to_string()));
+        }
         match self.oauth_of(entry, lookup) {
             Ok(Some(oauth)) => Ok(oauth),
             Ok(None) => Err(ProjectError::NotHttp(name.to_string())),
@@ -200,7 +214,12 @@ impl Project {
             .servers
             .get(name)
             .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
-        if let Err(problems) = entry.resolve(lookup, &self.config.base_dir()) {
+        // The `oauth` block too: a grant or a secret that cannot work is refused now,
+        // not at the first start.
+        if let Err(problems) = entry
+            .resolve(lookup, &self.config.base_dir())
+            .and_then(|spec| self.with_oauth(entry, spec, lookup))
+        {
             return Err(ProjectError::Invalid {
                 server: name.to_string(),
                 problems,

@@ -74,7 +74,12 @@ pub struct Settings {
     /// Where the home came from.
     pub home_source: Source,
     values: HashMap<&'static str, (u64, Source)>,
+    env_passthrough: (Vec<String>, Source),
 }
+
+/// The key of the host variables every stdio server also gets (a list of names:
+/// a TOML array in `settings.toml`, comma-separated in `MCPVISOR_ENV_PASSTHROUGH`).
+pub const ENV_PASSTHROUGH: &str = "env_passthrough";
 
 impl Settings {
     /// Loads the layers from the process environment.
@@ -149,11 +154,43 @@ impl Settings {
             };
             values.insert(*key, (value, source));
         }
+        let env_passthrough = match env.get(&env_var(ENV_PASSTHROUGH)) {
+            Some(list) => (
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(String::from)
+                    .collect(),
+                Source::Environment(env_var(ENV_PASSTHROUGH)),
+            ),
+            None => match file_layer.get::<Vec<String>>(ENV_PASSTHROUGH) {
+                Ok(names) => (names, Source::File(file.clone())),
+                Err(config::ConfigError::NotFound(_)) => (Vec::new(), Source::Default),
+                Err(e) => {
+                    return Err(SettingsError::Invalid(format!("`{ENV_PASSTHROUGH}`: {e}")));
+                }
+            },
+        };
+        if let Some(bad) = env_passthrough
+            .0
+            .iter()
+            .find(|n| !crate::config::expand::is_variable_name(n))
+        {
+            return Err(SettingsError::Invalid(format!(
+                "`{ENV_PASSTHROUGH}`: {bad:?} is not a variable name"
+            )));
+        }
         Ok(Settings {
             home,
             home_source,
             values,
+            env_passthrough,
         })
+    }
+
+    /// The host variables every stdio server also gets, and where the list came from.
+    pub fn env_passthrough(&self) -> (&[String], &Source) {
+        (&self.env_passthrough.0, &self.env_passthrough.1)
     }
 
     /// A value and its source, by key.
@@ -187,6 +224,10 @@ impl Settings {
                     .unwrap_or(5),
                 window: self.ms("restart_window_ms"),
                 ..RestartPolicy::default()
+            },
+            stdio: mcpvisor_transports::StdioOptions {
+                env_passthrough: self.env_passthrough.0.clone(),
+                ..Default::default()
             },
             ..SupervisorOptions::default()
         }
@@ -249,6 +290,36 @@ mod tests {
         let o = s.supervisor_options();
         assert_eq!(o.request_timeout, Duration::from_millis(2000));
         assert_eq!(o.restart.max_restarts, 3);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn env_passthrough_comes_from_the_file_or_the_environment() {
+        let home =
+            std::env::temp_dir().join(format!("mcpvisor-passthrough-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("settings.toml"),
+            "env_passthrough = [\"AWS_PROFILE\", \"KUBECONFIG\"]\n",
+        )
+        .unwrap();
+        let mut env: HashMap<String, String> = [(
+            "MCPVISOR_HOME".to_string(),
+            home.to_str().unwrap().to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.env_passthrough().0, ["AWS_PROFILE", "KUBECONFIG"]);
+        assert_eq!(
+            s.supervisor_options().stdio.env_passthrough,
+            ["AWS_PROFILE", "KUBECONFIG"]
+        );
+        env.insert("MCPVISOR_ENV_PASSTHROUGH".into(), "A, B".into());
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.env_passthrough().0, ["A", "B"]);
+        env.insert("MCPVISOR_ENV_PASSTHROUGH".into(), "A,B=1".into());
+        assert!(Settings::load_with(&Overrides::default(), &env).is_err());
         let _ = std::fs::remove_dir_all(&home);
     }
 

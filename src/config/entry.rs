@@ -14,7 +14,8 @@ use mcpvisor_transports::{
 };
 
 use super::error::EntryProblem;
-use super::expand::expand;
+use super::expand::{expand, is_variable_name};
+use super::key_file::read_key_file;
 use super::raw::RawEntry;
 
 /// Which transport an entry uses.
@@ -55,6 +56,8 @@ pub struct ServerEntry {
     pub env: BTreeMap<String, SecretString>,
     /// Stdio: working directory (unexpanded; relative to the file's directory).
     pub cwd: Option<String>,
+    /// Stdio: host variables this server also gets, by name (`envPassthrough`).
+    pub env_passthrough: Vec<String>,
     /// HTTP: the endpoint (unexpanded).
     pub url: Option<String>,
     /// HTTP: headers (unexpanded values).
@@ -84,6 +87,7 @@ impl fmt::Debug for ServerEntry {
             .field("args", &self.args)
             .field("env", &env)
             .field("cwd", &self.cwd)
+            .field("env_passthrough", &self.env_passthrough)
             .field("url", &self.url.as_deref().map(redact_url))
             .field("headers", &headers)
             .field("oauth", &self.oauth)
@@ -116,6 +120,7 @@ impl ServerEntry {
             args: raw.args.unwrap_or_default(),
             env: secrets(raw.env),
             cwd: raw.cwd,
+            env_passthrough: raw.env_passthrough.unwrap_or_default(),
             url: raw.url,
             headers: secrets(raw.headers),
             oauth: raw.oauth.map(|o| OAuthEntry {
@@ -250,9 +255,17 @@ impl ServerEntry {
             });
         }
         let command = command.filter(|c| !c.trim().is_empty());
+        for name in self.env_passthrough.iter().filter(|n| !is_variable_name(n)) {
+            problems.push(EntryProblem::InvalidPassthrough {
+                server: self.name.clone(),
+                name: name.clone(),
+            });
+        }
         let spec = StdioSpec {
             command: command?,
             args: args.into_iter().collect::<Option<Vec<_>>>()?,
+            args_as_written: Some(self.args.clone()),
+            env_passthrough: self.env_passthrough.clone(),
             env: env
                 .into_iter()
                 .map(|(k, v)| v.map(|v| (k, SecretString::new(v))))
@@ -299,6 +312,14 @@ impl ServerEntry {
             problems.push(EntryProblem::InvalidHeader {
                 server: self.name.clone(),
                 error,
+            });
+        }
+        if self.oauth.is_some() && self.static_authorization() {
+            problems.push(EntryProblem::OAuth {
+                server: self.name.clone(),
+                reason: "a static `Authorization` header and an `oauth` block are both \
+                         configured; keep one"
+                    .into(),
             });
         }
         Some(ServerSpec::http(
@@ -362,6 +383,32 @@ impl fmt::Debug for OAuthEntry {
 }
 
 impl ServerEntry {
+    /// The names of the variables this stdio server starts with, given the
+    /// settings' passthrough names (the host's values are not read, only whether
+    /// they are set; nothing is expanded). Empty for HTTP entries.
+    pub fn environment_names(&self, passthrough: &[String]) -> Vec<String> {
+        if self.kind != TransportKind::Stdio {
+            return Vec::new();
+        }
+        let own: Vec<(String, SecretString)> = self
+            .env
+            .keys()
+            .map(|k| (k.clone(), SecretString::new(String::new())))
+            .collect();
+        let names = passthrough.iter().chain(&self.env_passthrough);
+        mcpvisor_transports::child_environment_names(names.map(String::as_str), &own, |n| {
+            std::env::var_os(n)
+        })
+    }
+
+    /// True when the entry sends its own `Authorization` header: then it does not
+    /// log in with OAuth (and may not have an `oauth` block).
+    pub fn static_authorization(&self) -> bool {
+        self.headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+    }
+
     /// OAuth for this HTTP entry (every HTTP server may need a login; the `oauth`
     /// block only says how). `None` for stdio entries.
     pub fn oauth_config(
@@ -370,7 +417,8 @@ impl ServerEntry {
         base_dir: &Path,
         home: &Path,
     ) -> Result<Option<OAuthConfig>, Vec<EntryProblem>> {
-        if self.kind != TransportKind::Http {
+        if self.kind != TransportKind::Http || (self.oauth.is_none() && self.static_authorization())
+        {
             return Ok(None);
         }
         let problem = |reason: String| EntryProblem::OAuth {
@@ -396,7 +444,7 @@ impl ServerEntry {
             (None | Some("authorization_code"), None) => Grant::AuthorizationCode,
             (Some("client_credentials"), None) => Grant::ClientSecret,
             (None | Some("client_credentials"), Some(file)) => {
-                let pem = std::fs::read_to_string(base_dir.join(file)).map_err(|e| {
+                let pem = read_key_file(&base_dir.join(file)).map_err(|e| {
                     vec![problem(format!("cannot read `oauth.privateKeyFile`: {e}"))]
                 })?;
                 Grant::PrivateKeyJwt {

@@ -100,6 +100,14 @@ pub enum EntryProblem {
         /// Why (never a secret).
         reason: String,
     },
+    /// An `envPassthrough` entry that is not a variable name.
+    #[error("server `{server}`: `envPassthrough` entry {name:?} is not a variable name")]
+    InvalidPassthrough {
+        /// The entry.
+        server: String,
+        /// The name as written (a name, not a value).
+        name: String,
+    },
     /// A transport type this version does not run.
     #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]
     UnsupportedTransport {

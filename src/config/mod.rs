@@ -12,6 +12,7 @@
 mod entry;
 mod error;
 pub mod expand;
+pub mod key_file;
 mod raw;
 
 use std::collections::BTreeMap;
@@ -35,12 +36,9 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    /// Reads and parses `path`.
+    /// Reads and parses `path`: a regular file of at most [`CONFIG_LIMIT`] bytes.
     pub fn load(path: &Path) -> Result<McpConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read_config(path)?;
         McpConfig::parse(&text, path)
     }
 
@@ -72,6 +70,37 @@ impl McpConfig {
             .map(Path::to_path_buf)
             .unwrap_or_default()
     }
+}
+
+/// The largest `.mcp.json` read.
+pub const CONFIG_LIMIT: u64 = 16 * 1024 * 1024;
+
+fn read_config(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source: std::io::Error| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(io(std::io::Error::other("not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    file.take(CONFIG_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > CONFIG_LIMIT {
+        return Err(io(std::io::Error::other(format!(
+            "larger than {CONFIG_LIMIT} bytes"
+        ))));
+    }
+    String::from_utf8(bytes).map_err(|_| io(std::io::Error::other("not UTF-8 text")))
 }
 
 /// Looks variables up in the process environment.

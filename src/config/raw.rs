@@ -25,6 +25,9 @@ pub(super) struct RawEntry {
     pub(super) args: Option<Vec<String>>,
     pub(super) env: Option<BTreeMap<String, String>>,
     pub(super) cwd: Option<String>,
+    /// Host variables this server also gets, by name.
+    #[serde(rename = "envPassthrough")]
+    pub(super) env_passthrough: Option<Vec<String>>,
     pub(super) url: Option<String>,
     pub(super) headers: Option<BTreeMap<String, String>>,
     pub(super) oauth: Option<RawOAuth>,
@@ -59,6 +62,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "args",
     "env",
     "cwd",
+    "envPassthrough",
     "url",
     "headers",
     "timeout",
@@ -109,7 +113,8 @@ fn syntax_error(e: &serde_json::Error, path: &Path) -> ConfigError {
 /// What the type error expected, without the value that was found (it may be a secret).
 fn expected_of(e: &serde_json::Error) -> String {
     let message = e.to_string();
-    match message.split_once(", expected ") {
+    // The last one: the value found comes first and may itself hold ", expected ".
+    match message.rsplit_once(", expected ") {
         Some((_, expected)) => {
             let expected = expected.split(" at line ").next().unwrap_or(expected);
             format!("expected {expected}")

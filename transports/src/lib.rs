@@ -12,7 +12,8 @@
 //!   configured headers.
 //! - [`secret`]: the redacting string type for environment and header values.
 #![warn(missing_docs, unreachable_pub)]
-#![forbid(unsafe_code)]
+// One audited exception: the parent-death signal of stdio children (stdio/mod.rs).
+#![deny(unsafe_code)]
 
 pub mod error;
 pub mod event;
@@ -25,4 +26,7 @@ pub use event::{Outbound, TransportEvent, TransportSink};
 pub use headers::{HeaderError, HttpHeaders};
 pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
 pub use mcpvisor_protocol::secret::{self, SecretString};
-pub use stdio::{StdioOptions, StdioSpec, StdioTransport, StdioWriter};
+pub use stdio::{
+    DEFAULT_PASSTHROUGH, StdioOptions, StdioSpec, StdioTransport, StdioWriter,
+    child_environment_names,
+};

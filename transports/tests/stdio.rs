@@ -259,3 +259,79 @@ async fn a_server_that_does_not_read_gets_a_bounded_backlog_in_order() {
     t.shutdown().await;
     let _ = std::fs::remove_file(&dir);
 }
+
+/// The parent-death signal fires when the thread that forked a child exits; a
+/// server started from a short-lived thread must still live on.
+#[test]
+fn a_server_outlives_the_thread_that_started_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let mut transport = std::thread::spawn(move || {
+        let _inside = handle.enter();
+        StdioTransport::spawn(
+            "short-lived-thread",
+            &sh("exec sleep 30"),
+            &StdioOptions::default(),
+            Arc::new(ChannelSink(tx)),
+        )
+        .expect("spawn")
+    })
+    .join()
+    .unwrap();
+    let pid = transport.pid();
+    // The thread is gone; give a parent-death signal time to land.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        live_group_members(pid),
+        vec![pid],
+        "the server was killed with its thread"
+    );
+    runtime.block_on(transport.shutdown());
+    assert!(live_group_members(pid).is_empty());
+}
+
+#[tokio::test]
+async fn the_child_environment_is_cleared_but_for_the_allowlist_and_its_own() {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-env-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("env");
+    let mut spec = sh(&format!("env > {}; exec sleep 30", out.display()));
+    spec.env = vec![(
+        "OWN".into(),
+        mcpvisor_transports::SecretString::new("mine".to_string()),
+    )];
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let mut t = StdioTransport::spawn(
+        "env",
+        &spec,
+        &StdioOptions::default(),
+        Arc::new(ChannelSink(tx)),
+    )
+    .expect("spawn");
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.contains("OWN=") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    t.shutdown().await;
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(
+        names.contains(&"OWN") && names.contains(&"PATH"),
+        "{names:?}"
+    );
+    // The test harness's own variables (CARGO_*, RUST_*) are not on the allowlist.
+    assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+    assert!(!names.iter().any(|n| n.starts_with("CARGO")), "{names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

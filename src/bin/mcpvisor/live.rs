@@ -3,12 +3,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::output;
+use crate::stop::StopSignals;
 use futures::StreamExt;
 use mcpvisor::{CallError, CallOptions, Host};
 use serde_json::Value;
-use tokio::signal::unix::Signal;
-
-use crate::output;
 
 pub(crate) fn tools(host: &Host, json: bool) -> ExitCode {
     let tools = host.tools();
@@ -29,7 +28,7 @@ pub(crate) async fn call(
     arguments: &str,
     timeout_ms: Option<u64>,
     json: bool,
-    interrupt: &mut Signal,
+    stop: &mut StopSignals,
 ) -> ExitCode {
     let arguments: Value = match serde_json::from_str(arguments) {
         Ok(v @ Value::Object(_)) => v,
@@ -61,11 +60,11 @@ pub(crate) async fn call(
     let mut pending = std::pin::pin!(pending);
     let result = tokio::select! {
         r = &mut pending => r,
-        _ = interrupt.recv() => {
+        code = stop.recv() => {
             canceller.cancel();
             let _ = pending.await;
             eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
-            return ExitCode::from(130);
+            return ExitCode::from(code);
         }
     };
     match result {
@@ -93,7 +92,7 @@ pub(crate) async fn call(
     }
 }
 
-pub(crate) async fn watch(host: &Host, json: bool, interrupt: &mut Signal) -> ExitCode {
+pub(crate) async fn watch(host: &Host, json: bool, stop: &mut StopSignals) -> ExitCode {
     let mut events = std::pin::pin!(host.events());
     loop {
         tokio::select! {
@@ -102,7 +101,8 @@ pub(crate) async fn watch(host: &Host, json: bool, interrupt: &mut Signal) -> Ex
                 Some(e) => println!("{}", output::event_line(&e)),
                 None => return ExitCode::SUCCESS,
             },
-            _ = interrupt.recv() => return ExitCode::SUCCESS,
+            // Ctrl-C is how a watch ends; another signal is reported.
+            code = stop.recv() => return if code == 130 { ExitCode::SUCCESS } else { ExitCode::from(code) },
         }
     }
 }

@@ -7,6 +7,7 @@
 mod live;
 mod offline;
 mod output;
+mod stop;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -197,7 +198,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
-        Command::Servers => return offline::servers(project.as_ref(), cli.json),
+        Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json),
         Command::Enable { name } => return offline::enable(project.as_ref(), &name),
         Command::Disable { name } => return offline::disable(project.as_ref(), &name),
         Command::Login { name, headless } => {
@@ -206,9 +207,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Logout { name } => return offline::logout(project.as_ref(), &name),
         _ => {}
     }
-    // Registered before any server starts, so an early Ctrl-C is not lost.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| Failure(format!("cannot watch for Ctrl-C: {e}"), 1))?;
+    // Registered before any server starts, so an early signal is not lost.
+    let mut stop = stop::StopSignals::watch()
+        .map_err(|e| Failure(format!("cannot watch for signals: {e}"), 1))?;
     let specs = servers_to_run(project.as_ref())?;
     let options = settings.supervisor_options();
     let startup = options.startup_timeout;
@@ -216,9 +217,16 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
     let code = match cli.command {
-        Command::Watch => live::watch(&host, cli.json, &mut interrupt).await,
+        Command::Watch => live::watch(&host, cli.json, &mut stop).await,
         command => {
-            let statuses = host.wait_ready(startup + Duration::from_secs(1)).await;
+            let ready = host.wait_ready(startup + Duration::from_secs(1));
+            let statuses = tokio::select! {
+                statuses = ready => statuses,
+                code = stop.recv() => {
+                    host.shutdown().await;
+                    return Ok(ExitCode::from(code));
+                }
+            };
             for s in statuses.iter().filter(|s| s.state != ServerState::Ready) {
                 eprintln!(
                     "mcpvisor: server `{}` is {}",
@@ -232,17 +240,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     name,
                     arguments,
                     timeout_ms,
-                } => {
-                    live::call(
-                        &host,
-                        &name,
-                        &arguments,
-                        timeout_ms,
-                        cli.json,
-                        &mut interrupt,
-                    )
-                    .await
-                }
+                } => live::call(&host, &name, &arguments, timeout_ms, cli.json, &mut stop).await,
                 _ => ExitCode::SUCCESS,
             }
         }

@@ -17,7 +17,18 @@ fn need(project: Option<&Project>) -> Result<&Project, Failure> {
     project.ok_or_else(|| Failure("no .mcp.json here; pass --config PATH".into(), 2))
 }
 
-pub(crate) fn servers(project: Option<&Project>, json: bool) -> Result<ExitCode, Failure> {
+pub(crate) fn servers(
+    project: Option<&Project>,
+    settings: &Settings,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let passthrough = settings.env_passthrough().0;
+    let environment = |name: &str| -> Vec<String> {
+        project
+            .and_then(|p| p.config.servers.get(name))
+            .map(|e| e.environment_names(passthrough))
+            .unwrap_or_default()
+    };
     let Some(project) = project else {
         if json {
             println!(
@@ -40,6 +51,7 @@ pub(crate) fn servers(project: Option<&Project>, json: bool) -> Result<ExitCode,
                     "name": s.name, "type": s.kind.to_string(), "source": s.source.display().to_string(),
                     "approved": s.approved, "disabled": s.disabled, "enabled": s.enabled,
                     "auth": auth_state(project, &s.name),
+                    "environment": environment(&s.name),
                     "problems": s.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 })
             })
@@ -61,6 +73,10 @@ pub(crate) fn servers(project: Option<&Project>, json: bool) -> Result<ExitCode,
             state,
             s.source.display()
         );
+        let names = environment(&s.name);
+        if !names.is_empty() {
+            println!("    environment: {}", names.join(" "));
+        }
         for p in &s.problems {
             println!("    problem: {p}");
         }
@@ -177,6 +193,8 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
                 .into_iter()
                 .map(|(k, v, s)| json!({"key": k, "value": v, "source": s.to_string()})),
         );
+        let (names, source) = settings.env_passthrough();
+        all.push(json!({"key": mcpvisor::settings::ENV_PASSTHROUGH, "value": names, "source": source.to_string()}));
         println!("{}", Value::Array(all));
     } else {
         println!(
@@ -188,6 +206,12 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
         for (key, value, source) in settings.all() {
             println!("{key:<28} {value:<24} {source}");
         }
+        let (names, source) = settings.env_passthrough();
+        println!(
+            "{:<28} {:<24} {source}",
+            mcpvisor::settings::ENV_PASSTHROUGH,
+            names.join(",")
+        );
     }
     ExitCode::SUCCESS
 }

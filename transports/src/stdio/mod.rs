@@ -6,7 +6,9 @@
 //! and its last lines are kept for error messages. When stdout ends, every
 //! pending request fails with the exit status and that stderr tail.
 
+mod env;
 mod reader;
+mod spawner;
 mod stderr;
 mod writer;
 
@@ -28,6 +30,7 @@ use tokio::task::JoinHandle;
 use crate::error::{ExitInfo, TransportError};
 use crate::event::TransportSink;
 use crate::secret::SecretString;
+pub use env::{DEFAULT_PASSTHROUGH, child_environment, child_environment_names};
 use reader::StdoutReader;
 use stderr::{StderrTail, pump_stderr};
 pub use writer::StdioWriter;
@@ -39,8 +42,16 @@ pub struct StdioSpec {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables added to the inherited environment.
+    /// How `args` are shown (`Debug`): as written before `${VAR}` expansion, since
+    /// an expanded argument (`--api-key ${KEY}`) may hold a secret. `None`: every
+    /// argument after the program is shown as `[redacted]` unless it is a flag.
+    pub args_as_written: Option<Vec<String>>,
+    /// The server's own variables. The child does not inherit the host's
+    /// environment: it gets these, [`DEFAULT_PASSTHROUGH`] and the names in
+    /// `env_passthrough` (here and in [`StdioOptions`]), see [`child_environment`].
     pub env: Vec<(String, SecretString)>,
+    /// Host variables this server also gets, by name.
+    pub env_passthrough: Vec<String>,
     /// Working directory; the host's when absent.
     pub cwd: Option<PathBuf>,
 }
@@ -54,11 +65,56 @@ impl StdioSpec {
         StdioSpec {
             command: command.into(),
             args: args.into_iter().map(Into::into).collect(),
+            args_as_written: None,
             env: Vec::new(),
+            env_passthrough: Vec::new(),
             cwd: None,
         }
     }
 }
+
+impl StdioSpec {
+    /// The child's environment under `options` (see [`child_environment`]).
+    fn environment(spec: &StdioSpec, options: &StdioOptions) -> Vec<(String, std::ffi::OsString)> {
+        let names = options.env_passthrough.iter().chain(&spec.env_passthrough);
+        child_environment(names.map(String::as_str), &spec.env, |n| {
+            std::env::var_os(n)
+        })
+    }
+
+    /// The names of the variables the child gets under `options`, for display.
+    pub fn environment_names(&self, options: &StdioOptions) -> Vec<String> {
+        let names = options.env_passthrough.iter().chain(&self.env_passthrough);
+        child_environment_names(names.map(String::as_str), &self.env, |n| {
+            std::env::var_os(n)
+        })
+    }
+}
+
+/// On Linux, the child gets SIGKILL when the host dies, however it dies: a host
+/// killed with SIGKILL runs no teardown, and its servers must not live on. The
+/// signal reaches the server process itself; teardown of its group remains the
+/// host's job while it lives.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_host(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe system calls (prctl, getppid); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            // The host died between fork and prctl: the signal was missed.
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                return Err(std::io::Error::other("the host exited during spawn"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_host(_cmd: &mut Command) {}
 
 impl fmt::Debug for StdioSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,10 +123,25 @@ impl fmt::Debug for StdioSpec {
             .iter()
             .map(|(k, _)| format!("{k}=[redacted]"))
             .collect();
+        let args: Vec<&str> = match &self.args_as_written {
+            Some(written) => written.iter().map(String::as_str).collect(),
+            None => self
+                .args
+                .iter()
+                .map(|a| {
+                    if a.starts_with('-') && !a.contains('=') {
+                        a.as_str()
+                    } else {
+                        "[redacted]"
+                    }
+                })
+                .collect(),
+        };
         f.debug_struct("StdioSpec")
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &args)
             .field("env", &env)
+            .field("env_passthrough", &self.env_passthrough)
             .field("cwd", &self.cwd)
             .finish()
     }
@@ -90,6 +161,8 @@ pub struct StdioOptions {
     /// Most bytes queued for a server that is not reading its stdin; past it a
     /// message is refused (a call fails) rather than buffered.
     pub write_backlog: usize,
+    /// Host variables every server gets, by name, beyond [`DEFAULT_PASSTHROUGH`].
+    pub env_passthrough: Vec<String>,
 }
 
 impl Default for StdioOptions {
@@ -100,6 +173,7 @@ impl Default for StdioOptions {
             grace: Duration::from_millis(500),
             exit_wait: Duration::from_secs(1),
             write_backlog: 16 * 1024 * 1024,
+            env_passthrough: Vec::new(),
         }
     }
 }
@@ -136,7 +210,8 @@ impl StdioTransport {
     ) -> Result<StdioTransport, TransportError> {
         let mut cmd = Command::new(&spec.command);
         cmd.args(&spec.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v.expose())))
+            .env_clear()
+            .envs(StdioSpec::environment(spec, options))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -149,7 +224,11 @@ impl StdioTransport {
             command: spec.command.clone(),
             source: Arc::new(e),
         };
-        let mut child = cmd.spawn().map_err(spawn_err)?;
+        die_with_host(&mut cmd);
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| spawn_err(std::io::Error::other(e)))?;
+        let mut child =
+            spawner::on_spawner_thread(runtime, move || cmd.spawn()).map_err(spawn_err)?;
         let pid = child
             .id()
             .ok_or_else(|| spawn_err(std::io::Error::other("process exited at once")))?;

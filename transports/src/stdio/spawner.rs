@@ -1,0 +1,51 @@
+//! Every stdio server is forked from one thread that lives as long as the
+//! process.
+//!
+//! Linux delivers a child's parent-death signal when the *thread* that forked it
+//! exits, not the process. Forking from whichever thread runs the caller (a
+//! blocking-pool thread retired after idling, a thread an embedding host ends)
+//! would kill healthy servers; forking from this thread, which never ends,
+//! leaves the signal to mean what it should: the host is gone.
+
+use std::sync::OnceLock;
+use std::sync::mpsc;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+
+fn spawner() -> std::io::Result<&'static mpsc::Sender<Job>> {
+    let started = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("mcpvisor-spawner".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .map(|_| tx)
+            .map_err(|e| e.to_string())
+    });
+    started
+        .as_ref()
+        .map_err(|e| std::io::Error::other(format!("cannot start the spawner thread: {e}")))
+}
+
+/// Runs `f` on the spawner thread inside `runtime`'s context and returns what it
+/// returns. Blocks the caller for as long as `f` runs (a fork and exec).
+pub(crate) fn on_spawner_thread<T: Send + 'static>(
+    runtime: tokio::runtime::Handle,
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _inside = runtime.enter();
+        let _ = tx.send(f());
+    });
+    spawner()?
+        .send(job)
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the spawner thread dropped the job"))?
+}
