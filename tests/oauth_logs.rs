@@ -125,6 +125,14 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
     let basic = pkce::basic_authorization("client-1", &client_secrets[0]);
     secrets.push(basic.trim_start_matches("Basic ").to_string());
     secrets.push(configured.to_string());
+    // What the authorization URL and the code exchange carry: state, PKCE.
+    for query in auth.authorize_requests() {
+        secrets.extend(["state", "code_challenge"].map(|k| query[k].clone()));
+    }
+    for form in auth.token_requests() {
+        secrets.extend(form.get("code_verifier").cloned());
+    }
+    assert!(secrets.len() > 12);
     assert_eq!(auth.access_tokens().len(), 3);
     assert_eq!(auth.refresh_tokens().len(), 3);
 

@@ -11,9 +11,15 @@
 //!   client ID metadata document, or RFC 7591;
 //! - client credentials (`client_secret_basic`, `private_key_jwt`);
 //! - storage (private): token files under `<home>/oauth/`, 0700/0600, replaced
-//!   atomically, with a per-server lock across read–refresh–write.
+//!   atomically, with a per-server lock across read–refresh–write, one key per
+//!   server (its name and configured URL), opened without following symbolic
+//!   links; a configured client secret stays in the configuration.
 //!
-//! Tokens and secrets never appear in `Debug`, errors or logs.
+//! Every OAuth request has a total timeout and follows no redirect: a 3xx is
+//! [`AuthError::Redirected`]. Discovery checks the metadata's `issuer`
+//! (RFC 8414 §3.3) and the callback's `iss` (RFC 9207), and accepts only https
+//! URLs off loopback. Tokens and secrets never appear in `Debug`, errors or
+//! logs, nor does a URL's query: URLs are shown through [`display_url`].
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
