@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::ErrorObject;
+use mcpvisor_protocol::listing::ListingError;
 use mcpvisor_protocol::messages::ResultError;
 use mcpvisor_protocol::session::InitializeFailure;
 use mcpvisor_transports::TransportError;
@@ -115,6 +116,14 @@ pub enum ConnectionError {
     /// The server broke the protocol in a way the connection cannot survive.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A listing passed its bounds (pages, entries, bytes, cursors).
+    #[error("server `{server}` sent a tools/list that was refused: {error}")]
+    Listing {
+        /// Which server.
+        server: Arc<str>,
+        /// Which bound.
+        error: ListingError,
+    },
 }
 
 /// Why a supervisor could not start.

@@ -79,6 +79,8 @@ pub struct SupervisorOptions {
     pub stdio: StdioOptions,
     /// HTTP limits and timings.
     pub http: HttpOptions,
+    /// Bounds on one `tools/list` (pages, tools, bytes, cursor length).
+    pub listing: mcpvisor_protocol::listing::ListingLimits,
 }
 
 impl Default for SupervisorOptions {
@@ -94,6 +96,7 @@ impl Default for SupervisorOptions {
             client_version: env!("CARGO_PKG_VERSION").into(),
             stdio: StdioOptions::default(),
             http: HttpOptions::default(),
+            listing: Default::default(),
         }
     }
 }

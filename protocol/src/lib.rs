@@ -15,6 +15,7 @@
 
 pub mod frame;
 pub mod jsonrpc;
+pub mod listing;
 pub mod messages;
 pub mod names;
 pub mod secret;

@@ -79,7 +79,17 @@ pub enum Hostile {
     /// Once initialized, send requests the client did not advertise (sampling,
     /// roots, elicitation) and a ping; the `client_answers` tool shows the answers.
     ServerRequests,
+    /// Put terminal control sequences (clear screen, window title, bell, colours)
+    /// in every tool description, tool result text and error message.
+    TerminalEscapes,
+    /// Page `tools/list` forever, each page's `nextCursor` a new ~900 KB string.
+    HugeCursors,
+    /// Page `tools/list` forever, each page one tool with a ~900 KB description.
+    EndlessListing,
 }
+
+/// What `terminal-escapes` puts in front of every string it sends.
+pub const TERMINAL_ESCAPES: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}[31m\r\u{9b}1m";
 
 impl Hostile {
     /// Adds the tools this behaviour lists to `table`.
@@ -105,6 +115,30 @@ impl Hostile {
         }
     }
 
+    /// The whole `tools/list` page for `cursor`, where this behaviour pages forever.
+    pub(crate) fn endless_page(self, cursor: Option<&str>) -> Option<Value> {
+        let page = cursor
+            .and_then(|c| c.split(':').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        let filler = |what: char| what.to_string().repeat(900 * 1024);
+        let tool = |description: String| {
+            json!({"name": format!("page{page}"), "description": description,
+                   "inputSchema": {"type": "object"}})
+        };
+        match self {
+            Hostile::HugeCursors => Some(json!({
+                "tools": [tool("a page".into())],
+                "nextCursor": format!("{}:{}", page + 1, filler('c')),
+            })),
+            Hostile::EndlessListing => Some(json!({
+                "tools": [tool(filler('d'))],
+                "nextCursor": (page + 1).to_string(),
+            })),
+            _ => None,
+        }
+    }
+
     /// Rewrites a `tools/list` page before it is sent.
     pub(crate) fn rewrite_listing(self, tools: &mut [Value]) {
         match self {
@@ -118,6 +152,11 @@ impl Hostile {
             Hostile::HugeSchema => {
                 for tool in tools.iter_mut().filter(|t| t["name"] == "huge") {
                     tool["inputSchema"] = huge_schema();
+                }
+            }
+            Hostile::TerminalEscapes => {
+                for tool in tools.iter_mut() {
+                    tool["description"] = json!(format!("{TERMINAL_ESCAPES}described"));
                 }
             }
             Hostile::TooDeep => {
@@ -285,6 +324,21 @@ impl Hostile {
                 shared.outbox.send_raw(line).await;
             }
             Hostile::PartialLineEof => cut_and_exit(shared, answer, 0).await,
+            Hostile::TerminalEscapes => {
+                let mut copy = as_value(answer).unwrap_or_default();
+                let failed = copy.get("error").is_some() || copy["result"]["isError"] == true;
+                if failed {
+                    // As a JSON-RPC error, so the client's error path prints it.
+                    if let Some(map) = copy.as_object_mut() {
+                        map.remove("result");
+                    }
+                    copy["error"] =
+                        json!({"code": -32000, "message": format!("{TERMINAL_ESCAPES}failed")});
+                } else {
+                    copy["result"] = text(&format!("{TERMINAL_ESCAPES}answered"));
+                }
+                shared.outbox.send_raw(json_line(&copy)).await;
+            }
             _ => shared.outbox.send_raw(line).await,
         }
     }

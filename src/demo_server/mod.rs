@@ -38,7 +38,7 @@ use tokio::sync::mpsc;
 use handlers::ToolCall;
 pub use hostile::{
     GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile,
-    MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS, TOO_DEEP, many_tool_name,
+    MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS, TERMINAL_ESCAPES, TOO_DEEP, many_tool_name,
 };
 pub use options::{DEFAULT_PAGE_SIZE, DemoServerOptions};
 use state::{OUTBOX_CAPACITY, Outbox, Outgoing, Shared, lock};
@@ -295,6 +295,9 @@ impl Server {
             Some(Value::String(c)) => Some(c.as_str()),
             Some(_) => return Err(invalid("cursor must be a string".into())),
         };
+        if let Some(page) = self.opts.hostile.and_then(|h| h.endless_page(cursor)) {
+            return Ok(page);
+        }
         let table = lock(&self.shared.tools);
         let offset = match cursor {
             None => 0,

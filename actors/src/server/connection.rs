@@ -1,11 +1,11 @@
 //! The state of one connection and what each message does to it.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::listing::{ListingBounds, json_size};
 use mcpvisor_protocol::messages::{ToolsPage, list_tools_params, methods};
 use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
@@ -29,11 +29,6 @@ use crate::status::ServerId;
 use crate::supervisor::SupervisorMsg;
 use crate::transport::TransportMsg;
 
-/// A server that pages forever is cut off here.
-const MAX_LIST_PAGES: usize = 10_000;
-/// More tools than this in one list is treated as a broken server.
-const MAX_TOOLS: usize = 100_000;
-
 /// What the session's own requests are for (calls go through the lane).
 pub(crate) enum Pending {
     ListTools { generation: u64 },
@@ -44,8 +39,7 @@ struct Listing {
     initial: bool,
     tools: Vec<Tool>,
     rejected: Vec<String>,
-    pages: usize,
-    seen_cursors: HashSet<String>,
+    bounds: ListingBounds,
     timer: Option<Timer>,
 }
 
@@ -321,8 +315,7 @@ impl Connection {
             initial,
             tools: Vec::new(),
             rejected: Vec::new(),
-            pages: 0,
-            seen_cursors: HashSet::new(),
+            bounds: ListingBounds::new(self.ctx.options.listing),
             timer,
         });
         self.request_page(None, generation);
@@ -349,33 +342,41 @@ impl Connection {
             return;
         };
         let page = match outcome {
-            Ok(v) => ToolsPage::parse(v).map_err(|e| e.to_string()),
-            Err(error) => Err(format!(
+            Ok(v) => {
+                let bytes = json_size(&v);
+                ToolsPage::parse(v)
+                    .map(|page| (bytes, page))
+                    .map_err(|e| ConnectionError::Protocol(e.to_string()))
+            }
+            Err(error) => Err(ConnectionError::Protocol(format!(
                 "tools/list failed: {} (code {})",
                 error.message, error.code
-            )),
+            ))),
         };
         let problem = match page {
             Err(problem) => Some(problem),
-            Ok(page) => {
-                listing.pages += 1;
+            Ok((bytes, page)) => {
+                let counted = listing.bounds.page(
+                    bytes,
+                    page.tools.len() + page.rejected.len(),
+                    page.next_cursor.as_deref(),
+                );
                 listing.tools.extend(page.tools);
                 listing.rejected.extend(page.rejected);
-                match page.next_cursor {
-                    _ if listing.tools.len() > MAX_TOOLS => {
-                        Some(format!("more than {MAX_TOOLS} tools"))
+                match (counted, page.next_cursor) {
+                    (Err(error), _) => {
+                        // What this listing gathered goes now, not with the connection.
+                        listing.tools = Vec::new();
+                        Some(ConnectionError::Listing {
+                            server: self.name.clone(),
+                            error,
+                        })
                     }
-                    Some(_) if listing.pages >= MAX_LIST_PAGES => {
-                        Some(format!("more than {MAX_LIST_PAGES} pages"))
-                    }
-                    Some(c) if !listing.seen_cursors.insert(c.clone()) => {
-                        Some(format!("cursor {c:?} repeated"))
-                    }
-                    Some(c) => {
+                    (Ok(()), Some(c)) => {
                         self.request_page(Some(&c), generation);
                         return;
                     }
-                    None => None,
+                    (Ok(()), None) => None,
                 }
             }
         };
@@ -387,7 +388,7 @@ impl Connection {
         }
         if let Some(problem) = problem {
             if listing.initial {
-                self.fail(myself, ConnectionError::Protocol(problem));
+                self.fail(myself, problem);
             } else {
                 // The routes from the last good list stay; the server is still usable.
                 tracing::warn!(server = %self.name, "re-listing tools failed: {problem}");

@@ -51,7 +51,7 @@ pub(crate) async fn call(
             eprintln!(
                 "progress {}{total} {}",
                 p.progress,
-                p.message.as_deref().unwrap_or("")
+                output::clean_line(p.message.as_deref().unwrap_or(""))
             );
         });
     }
@@ -83,9 +83,13 @@ pub(crate) async fn call(
         Err(e) => {
             if let CallError::UnknownTool(_) = e {
                 let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
-                eprintln!("mcpvisor: {e}; routed tools: {}", names.join(", "));
+                eprintln!(
+                    "mcpvisor: {}; routed tools: {}",
+                    output::clean(&e.to_string()),
+                    names.join(", ")
+                );
             } else {
-                eprintln!("mcpvisor: {e}");
+                eprintln!("mcpvisor: {}", output::clean(&e.to_string()));
             }
             ExitCode::FAILURE
         }

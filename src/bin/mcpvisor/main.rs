@@ -171,7 +171,7 @@ async fn run(cli: Cli) -> ExitCode {
     match dispatch(cli).await {
         Ok(code) => code,
         Err(Failure(message, code)) => {
-            eprintln!("mcpvisor: {message}");
+            eprintln!("mcpvisor: {}", output::clean(&message));
             ExitCode::from(code)
         }
     }
@@ -271,7 +271,10 @@ fn servers_to_run(project: Option<&Project>) -> Result<Vec<ServerSpec>, Failure>
         .enabled_specs(&process_env)
         .map_err(|e| Failure(e.to_string(), 2))?;
     for problem in problems {
-        eprintln!("mcpvisor: not started: {problem}");
+        eprintln!(
+            "mcpvisor: not started: {}",
+            output::clean(&problem.to_string())
+        );
     }
     Ok(specs)
 }

@@ -78,7 +78,7 @@ pub(crate) fn servers(
             println!("    environment: {}", names.join(" "));
         }
         for p in &s.problems {
-            println!("    problem: {p}");
+            println!("    problem: {}", crate::output::clean_line(&p.to_string()));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -94,7 +94,7 @@ pub(crate) fn enable(project: Option<&Project>, name: &str) -> Result<ExitCode, 
         Err(mcpvisor::project::ProjectError::Invalid { server, problems }) => {
             eprintln!("mcpvisor: `{server}` was not enabled:");
             for p in problems {
-                eprintln!("    {p}");
+                eprintln!("    {}", crate::output::clean_line(&p.to_string()));
             }
             Ok(ExitCode::from(1))
         }
@@ -178,7 +178,7 @@ fn auth_state(project: &Project, name: &str) -> Option<String> {
             }
         }
         Ok(_) => "unknown".to_string(),
-        Err(e) => format!("error: {e}"),
+        Err(e) => format!("error: {}", crate::output::clean_line(&e.to_string())),
     })
 }
 

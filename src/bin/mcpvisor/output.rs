@@ -1,14 +1,38 @@
 //! How the CLI prints tools, results and events, as text or JSON.
+//!
+//! Text a server supplied (descriptions, results, errors, logs) never reaches
+//! the terminal raw: control characters other than newline and tab are shown
+//! escaped, so a server cannot move the cursor, rewrite earlier lines, retitle
+//! the window or ring the bell. JSON output is escaped by the encoder.
 
 use mcpvisor::{CallToolResult, ContentBlock, HostEvent, ServerState, ToolDefinition};
 use serde_json::{Value, json};
+
+/// `text` with terminal control characters (C0 but newline and tab, DEL, C1)
+/// shown as `\u{..}` escapes.
+pub(crate) fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`clean`], with newlines escaped too: for text that must stay on one line.
+pub(crate) fn clean_line(text: &str) -> String {
+    clean(text).replace('\n', "\\n")
+}
 
 pub(crate) fn tool_json(t: &ToolDefinition) -> Value {
     json!({"name": t.name.as_str(), "description": t.description, "inputSchema": t.input_schema})
 }
 
 pub(crate) fn tool_line(t: &ToolDefinition) -> String {
-    let first = t.description.lines().next().unwrap_or("");
+    let first = clean_line(t.description.lines().next().unwrap_or(""));
     if first.is_empty() {
         t.name.to_string()
     } else {
@@ -17,6 +41,10 @@ pub(crate) fn tool_line(t: &ToolDefinition) -> String {
 }
 
 pub(crate) fn result_text(r: &CallToolResult) -> String {
+    clean(&raw_result_text(r))
+}
+
+fn raw_result_text(r: &CallToolResult) -> String {
     let mut parts = Vec::new();
     for block in &r.content {
         parts.push(match block {
@@ -37,6 +65,10 @@ pub(crate) fn result_text(r: &CallToolResult) -> String {
 }
 
 pub(crate) fn state_text(s: &ServerState) -> String {
+    clean_line(&raw_state_text(s))
+}
+
+fn raw_state_text(s: &ServerState) -> String {
     match s {
         ServerState::Starting { attempt } => format!("starting (attempt {attempt})"),
         ServerState::Ready => "ready".into(),
@@ -112,6 +144,10 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
 }
 
 pub(crate) fn event_line(e: &HostEvent) -> String {
+    clean_line(&raw_event_line(e))
+}
+
+fn raw_event_line(e: &HostEvent) -> String {
     match e {
         HostEvent::ServerStarting { server, attempt } => {
             format!("{server}: starting (attempt {attempt})")
@@ -161,5 +197,27 @@ pub(crate) fn event_line(e: &HostEvent) -> String {
         HostEvent::LoginRequired { reason, .. } => reason.clone(),
         HostEvent::EventsLost { count } => format!("({count} events missed)"),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_but_newlines_and_tabs_kept() {
+        let hostile = "ok\x1b[2J\x1b]0;pwned\x07\r\u{9b}31m\x7f\tend\nnext";
+        let shown = clean(hostile);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("\\u{1b}[2J") && shown.contains("\tend\nnext"),
+            "{shown:?}"
+        );
+        assert_eq!(clean_line("a\nb\x1b"), "a\\nb\\u{1b}");
     }
 }
