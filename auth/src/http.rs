@@ -9,11 +9,13 @@ use std::time::Duration;
 use reqwest::Url;
 use serde::de::DeserializeOwned;
 
-use crate::display::display_url;
+use crate::display::{display_url, printable};
 use crate::error::AuthError;
 
 /// Largest metadata or token response read.
 pub(crate) const MAX_BODY: usize = 1024 * 1024;
+/// Longest text from a server (an error code, a parser's quote of it) that is shown.
+pub(crate) const MAX_ERROR_TEXT: usize = 200;
 /// Total time allowed for one OAuth HTTP exchange, body included.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -152,8 +154,13 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
         )));
     }
     let body = read_bounded(resp, url, AuthError::Discovery).await?;
+    // serde's message may quote the server's text: no control characters from it.
     serde_json::from_slice(&body).map(Some).map_err(|e| {
-        AuthError::Discovery(format!("{} is not valid metadata: {e}", display_url(url)))
+        AuthError::Discovery(format!(
+            "{} is not valid metadata: {}",
+            display_url(url),
+            printable(&e.to_string(), MAX_ERROR_TEXT)
+        ))
     })
 }
 

@@ -13,11 +13,8 @@ use crate::discovery::Discovered;
 use crate::display::{display_url, printable};
 use crate::driver::AuthorizationDriver;
 use crate::error::AuthError;
-use crate::http::{HttpFailure, OAuthHttp, check_endpoint, read_bounded, send};
+use crate::http::{HttpFailure, MAX_ERROR_TEXT, OAuthHttp, check_endpoint, read_bounded, send};
 use crate::tokens::{ClientRegistration, StoredTokens, expiry};
-
-/// Longest `error` or `error_description` text from a server that is shown.
-const MAX_ERROR_TEXT: usize = 200;
 
 /// How this client identifies itself, as configured.
 #[derive(Clone, Default)]
@@ -120,8 +117,12 @@ async fn register(
     if !status.is_success() {
         return Err(AuthError::Registration(format!("HTTP {status}")));
     }
-    let reg: RegistrationResponse = serde_json::from_slice(&bytes)
-        .map_err(|e| AuthError::Registration(format!("unreadable answer: {e}")))?;
+    let reg: RegistrationResponse = serde_json::from_slice(&bytes).map_err(|e| {
+        AuthError::Registration(format!(
+            "unreadable answer: {}",
+            printable(&e.to_string(), MAX_ERROR_TEXT)
+        ))
+    })?;
     let auth_method = reg.token_endpoint_auth_method.unwrap_or_else(|| {
         if reg.client_secret.is_some() {
             "client_secret_basic"
@@ -265,7 +266,8 @@ pub(crate) async fn authorize(
 
 /// RFC 9207: where the authorization server advertises `iss` in its responses,
 /// the response must carry the issuer discovery found (a mix-up defence); an
-/// `iss` that is present is compared even where it is not advertised. Without
+/// `iss` that is present is compared even where it is not advertised (as parsed
+/// URLs, so `https://as.example` and `https://as.example/` are one issuer). Without
 /// metadata (the 2025-03-26 fallback) the issuer is only a guess at the
 /// server's origin, so an `iss` is not compared with it.
 fn check_response_issuer(found: &Discovered, iss: Option<&str>) -> Result<(), AuthError> {
