@@ -144,6 +144,7 @@ impl ApprovalStore {
             .truncate(false)
             .write(true)
             .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&path)
             .map_err(io)?;
         Flock::lock(file, FlockArg::LockExclusive)
@@ -189,11 +190,17 @@ impl ApprovalStore {
             move |source| ApprovalError::Io { path: p, source }
         };
         let body = serde_json::to_vec_pretty(file).unwrap_or_default();
+        // A leftover from a crash, or a link planted to make this write land
+        // elsewhere: unlinked (never followed), then the file is created anew.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&tmp)(e)),
+            _ => {}
+        }
         let mut out = OpenOptions::new()
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .write(true)
             .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&tmp)
             .map_err(io(&tmp))?;
         out.write_all(&body)
@@ -231,6 +238,28 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&home), 0o700);
         assert_eq!(mode(&store.path()), 0o600);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_file_is_not_followed() {
+        let home = temp_home("planted");
+        let store = ApprovalStore::new(&home);
+        store.create_dir().unwrap();
+        let outside =
+            std::env::temp_dir().join(format!("mcpvisor-precious-{}", std::process::id()));
+        std::fs::write(&outside, "precious").unwrap();
+        let tmp = store.dir.join(format!("{FILE}.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&outside, &tmp).unwrap();
+        store.set("/p/.mcp.json", "a", true).unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(store.is_approved("/p/.mcp.json", "a").unwrap());
+        // The lock file is not followed either.
+        std::fs::remove_file(store.dir.join(LOCK)).unwrap();
+        std::os::unix::fs::symlink(&outside, store.dir.join(LOCK)).unwrap();
+        assert!(store.set("/p/.mcp.json", "b", true).is_err());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        let _ = std::fs::remove_file(&outside);
         let _ = std::fs::remove_dir_all(&home);
     }
 
