@@ -6,7 +6,7 @@
 //! cursor per page costs eight bytes a page, not a megabyte.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 
 use serde_json::Value;
 
@@ -105,9 +105,7 @@ impl ListingBounds {
         if cursor.len() > self.limits.max_cursor_bytes {
             return Err(ListingError::CursorTooLong(self.limits.max_cursor_bytes));
         }
-        let mut h = self.hasher.build_hasher();
-        cursor.hash(&mut h);
-        if !self.cursors.insert(h.finish()) {
+        if !self.cursors.insert(self.hasher.hash_one(cursor)) {
             return Err(ListingError::CursorRepeated);
         }
         Ok(())

@@ -84,22 +84,10 @@ impl fmt::Debug for HttpSpec {
     }
 }
 
-/// The URL for display: a query string or user info may hold a credential.
+/// The URL for display: a query string, user info or a long opaque path segment
+/// may hold a credential (see [`mcpvisor_auth::display_url`]).
 pub fn redact_url(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut u) => {
-            let had_query = u.query().is_some();
-            u.set_query(None);
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            let mut s = u.to_string();
-            if had_query {
-                s.push_str("?[redacted]");
-            }
-            s
-        }
-        Err(_) => "[unparseable URL]".to_string(),
-    }
+    mcpvisor_auth::display_url(url)
 }
 
 /// Parses an MCP endpoint URL: it must be `http` or `https`.
