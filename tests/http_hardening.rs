@@ -229,3 +229,48 @@ async fn a_get_stream_asking_for_retry_zero_reconnects_no_faster_than_the_floor(
         "{in_a_second} GETs in one second after `retry: 0`"
     );
 }
+
+#[tokio::test]
+async fn a_cancel_the_server_never_accepts_does_not_hold_up_other_calls() {
+    let server = HttpMcpServer::start(Script {
+        hang_cancels: true,
+        hang_tool: Some("stuck".into()),
+        ..Script::default()
+    })
+    .await;
+    // The default exchange timeout (30 s) stands: before the notice task, every
+    // call sent after the cancel waited that long behind it.
+    let host = Host::start(
+        vec![http_spec("fx", server.url.clone(), Vec::new())],
+        fast_options(),
+    )
+    .await
+    .unwrap();
+    let mut events = Box::pin(host.events());
+    next_ready(&mut events).await;
+    for round in 0..3 {
+        let stuck = host.call("mcp__fx__stuck", json!({}), Default::default());
+        let stuck = tokio::time::timeout(Duration::from_millis(200), stuck).await;
+        assert!(stuck.is_err(), "the stuck tool never answers");
+        // Dropping it sent `notifications/cancelled`, which the server never accepts.
+        let echoed = tokio::time::timeout(
+            Duration::from_secs(10),
+            call(
+                &host,
+                "mcp__fx__echo",
+                json!({"text": format!("round {round}")}),
+            ),
+        )
+        .await
+        .expect("a call after an unaccepted cancel completes")
+        .unwrap();
+        assert_eq!(echoed.text(), format!("round {round}"));
+    }
+    let cancels = server
+        .rpc_methods()
+        .iter()
+        .filter(|m| m.as_deref() == Some("notifications/cancelled"))
+        .count();
+    assert!(cancels >= 1, "the cancel was posted");
+    host.shutdown().await;
+}

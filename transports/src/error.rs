@@ -70,6 +70,13 @@ pub enum TransportError {
         /// The backlog limit in bytes.
         limit: usize,
     },
+    /// The HTTP server has not accepted this many notifications yet: this one was
+    /// not queued.
+    #[error("the server has not accepted the last {limit} notifications; this one was dropped")]
+    NoticesBacklog {
+        /// The queue's length.
+        limit: usize,
+    },
     /// Reading from the server failed.
     #[error("reading from the server failed: {0}")]
     Read(Arc<io::Error>),

@@ -103,9 +103,12 @@ async fn post(
         }
         None
     };
+    let cancel_only = messages
+        .iter()
+        .all(|m| method_of(m) == Some("notifications/cancelled"));
     let requests: Vec<Value> = messages.into_iter().filter(is_request).collect();
     let mut response = if requests.is_empty() {
-        if script.hang_notifications {
+        if script.hang_notifications || (script.hang_cancels && cancel_only) {
             return std::future::pending().await;
         }
         StatusCode::ACCEPTED.into_response()

@@ -72,6 +72,8 @@ pub struct Script {
     pub dead_session_400: bool,
     /// Never answer POSTs that hold only notifications (no 202), the connection open.
     pub hang_notifications: bool,
+    /// Never answer POSTs of `notifications/cancelled` only.
+    pub hang_cancels: bool,
     /// Answer DELETE with 405.
     pub delete_not_allowed: bool,
     /// Keep no record of requests (for long runs, where the record would grow

@@ -11,6 +11,7 @@
 
 mod backoff;
 mod body;
+mod notices;
 mod notifications;
 mod post;
 mod session;
@@ -32,6 +33,7 @@ use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use body::{excerpt, http_error};
 use mcpvisor_auth::{Challenge, OAuth};
+use notices::NoticeSender;
 use notifications::NotificationListener;
 use session::{SESSION_HEADER, Session};
 
@@ -380,6 +382,8 @@ pub struct HttpTransport<S> {
     /// Requests still running, to abandon one when its caller gave up.
     in_flight: HashMap<RequestId, AbortHandle>,
     listener: Option<NotificationListener>,
+    /// After the handshake, notifications are posted in order by their own task.
+    notices: Option<NoticeSender>,
     down: bool,
 }
 
@@ -426,6 +430,7 @@ impl<S: TransportSink> HttpTransport<S> {
             requests: JoinSet::new(),
             in_flight: HashMap::new(),
             listener: None,
+            notices: None,
             down: false,
         })
     }
@@ -451,7 +456,13 @@ impl<S: TransportSink> HttpTransport<S> {
                 self.in_flight.insert(key, task);
                 Ok(())
             }
-            None => post::post_notification(&self.shared, out.line.into()).await,
+            // During the handshake in line: `initialized` must be accepted before
+            // the first request goes out. Afterwards on their own task, so a server
+            // slow to accept a notification never holds up the requests.
+            None => match &self.notices {
+                Some(notices) => notices.send(out.line.into()),
+                None => post::post_notification(&self.shared, out.line.into()).await,
+            },
         }
     }
 
@@ -483,6 +494,7 @@ impl<S: TransportSink> HttpTransport<S> {
         if self.listener.is_some() || self.down {
             return;
         }
+        self.notices = Some(NoticeSender::spawn(self.shared.clone()));
         let (opened, answered) = tokio::sync::oneshot::channel();
         match NotificationListener::spawn(self.shared.clone(), self.sink.clone(), opened) {
             Ok(l) => {
@@ -505,6 +517,7 @@ impl<S: TransportSink> HttpTransport<S> {
         if let Some(mut listener) = self.listener.take() {
             listener.stop().await;
         }
+        self.notices = None;
         self.requests.abort_all();
         while self.requests.join_next().await.is_some() {}
         self.in_flight.clear();
