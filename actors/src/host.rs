@@ -12,7 +12,6 @@ use mcpvisor_protocol::{CallToolResult, ToolDefinition};
 use ractor::{Actor, ActorRef};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
-use tokio::time::Sleep;
 
 use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
@@ -102,15 +101,17 @@ impl Host {
         let timeout = options.timeout.unwrap_or(route.request_timeout);
         let arguments = (!arguments.is_null()).then_some(&arguments);
         let lane = &route.lane;
-        match lane.start(route.definition.name.tool(), arguments, options.progress) {
+        match lane.start(
+            route.definition.name.tool(),
+            arguments,
+            options.progress,
+            timeout,
+        ) {
             Ok((id, answer)) => PendingCall {
                 inner: Some(Waiting {
                     answer,
                     lane: lane.clone(),
                     id,
-                    timeout,
-                    deadline: Box::pin(tokio::time::sleep(timeout)),
-                    timed_out: false,
                 }),
                 failed: None,
             },
@@ -226,14 +227,12 @@ impl Drop for Host {
     }
 }
 
+/// A call's side of the lane: its deadline is the connection's, so this only
+/// waits for the answer (or the timeout the connection delivers).
 struct Waiting {
     answer: Answer,
     lane: Arc<CallLane>,
     id: i64,
-    timeout: Duration,
-    deadline: Pin<Box<Sleep>>,
-    /// The deadline passed just as the answer was being delivered: take the answer.
-    timed_out: bool,
 }
 
 /// A call in flight. Await it for the result; drop it to cancel.
@@ -274,18 +273,6 @@ impl Future for PendingCall {
                     reason: Arc::from("the connection ended before answering"),
                 })
             }));
-        }
-        if !waiting.timed_out && waiting.deadline.as_mut().poll(cx).is_ready() {
-            waiting.timed_out = true;
-            if waiting.lane.timed_out(waiting.id, waiting.timeout) {
-                let error = CallError::Timeout {
-                    server: waiting.lane.server().clone(),
-                    after: waiting.timeout,
-                };
-                this.inner = None;
-                return Poll::Ready(Err(error));
-            }
-            // Whoever took the call from the lane is sending its answer now.
         }
         Poll::Pending
     }

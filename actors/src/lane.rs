@@ -15,20 +15,21 @@
 //! The server actor opens the lane when the connection is ready and closes it
 //! when the connection ends, failing every call still in it.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use mcpvisor_protocol::calls::{Answered, CallTable, StartRefused};
 use mcpvisor_protocol::jsonrpc::{ErrorResponse, Response};
-use mcpvisor_protocol::messages::{call_tool_line, methods};
+use mcpvisor_protocol::messages::call_tool_line;
 use mcpvisor_protocol::{CallToolResult, Message, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
 use ractor::ActorRef;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use crate::error::CallError;
 use crate::options::ProgressCallback;
@@ -47,41 +48,12 @@ pub(crate) enum LaneWriter {
     Actor(ActorRef<TransportMsg>),
 }
 
+/// What the lane keeps per call; the call's state is the table's.
 struct Slot {
     reply: Reply,
     progress: Option<ProgressCallback>,
-}
-
-/// Request ids are sequential numbers: a multiplicative hash spreads them at a
-/// fraction of SipHash's cost, and nothing here is keyed by untrusted input
-/// (an answer's id is only looked up, never inserted).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-#[derive(Default)]
-struct Calls {
-    open: bool,
-    slots: HashMap<i64, Slot, BuildHasherDefault<IdHasher>>,
-    /// Calls whose deadline passed and whose answer has not come: the actor ends
-    /// the connection for one of them only if it is still here when the actor
-    /// reaches the timeout, so an answer queued behind notifications spares it.
-    expired: HashSet<i64, BuildHasherDefault<IdHasher>>,
+    /// The call's timeout, for the error that reports it.
+    after: Duration,
 }
 
 /// The calls in flight on one connection.
@@ -90,8 +62,10 @@ pub(crate) struct CallLane {
     actor: ActorRef<ServerMsg>,
     writer: LaneWriter,
     ids: Arc<AtomicI64>,
-    max_in_flight: usize,
-    calls: Mutex<Calls>,
+    calls: Mutex<CallTable<Slot, Instant>>,
+    /// Wakes the deadline task when a call is due sooner than its timer.
+    wake: Arc<Notify>,
+    deadlines: Mutex<Option<AbortHandle>>,
     /// Set once a failed write was reported to the actor.
     write_failed: AtomicBool,
 }
@@ -100,7 +74,7 @@ impl std::fmt::Debug for CallLane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallLane")
             .field("server", &self.server)
-            .field("in_flight", &self.calls.lock().slots.len())
+            .field("in_flight", &self.calls.lock().len())
             .finish()
     }
 }
@@ -118,10 +92,21 @@ impl CallLane {
             actor,
             writer,
             ids,
-            max_in_flight,
-            calls: Mutex::default(),
+            calls: Mutex::new(CallTable::new(max_in_flight)),
+            wake: Arc::new(Notify::new()),
+            deadlines: Mutex::new(None),
             write_failed: AtomicBool::new(false),
         }
+    }
+
+    /// Starts the connection's deadline timer: one task, sleeping until the
+    /// earliest deadline of a call in flight, so a hung server is found out
+    /// whether or not anyone is polling its calls.
+    pub(crate) fn start_deadlines(self: &Arc<Self>) {
+        let lane = Arc::downgrade(self);
+        let wake = self.wake.clone();
+        let task = tokio::spawn(watch_deadlines(lane, wake));
+        *self.deadlines.lock() = Some(task.abort_handle());
     }
 
     /// The server this lane belongs to.
@@ -129,30 +114,38 @@ impl CallLane {
         &self.server
     }
 
-    /// Sends `tools/call` for `tool`. Returns the request id and the answer to wait on.
+    /// Sends `tools/call` for `tool`, due within `timeout`. Returns the request id
+    /// and the answer to wait on.
     pub(crate) fn start(
         &self,
         tool: &str,
         arguments: Option<&Value>,
         progress: Option<ProgressCallback>,
+        timeout: Duration,
     ) -> Result<(i64, Answer), CallError> {
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         // The progress token is the request id: unique on this connection.
         let line = call_tool_line(id, tool, arguments, progress.is_some().then_some(id));
         let (reply, answer) = oneshot::channel();
+        let deadline = Instant::now() + timeout;
         {
             let mut calls = self.calls.lock();
-            if !calls.open {
-                return Err(self.unavailable());
-            }
-            if calls.slots.len() >= self.max_in_flight {
-                return Err(CallError::Overloaded {
+            let sooner = calls.next_deadline().is_none_or(|next| deadline < next);
+            let slot = Slot {
+                reply,
+                progress,
+                after: timeout,
+            };
+            calls.start(id, deadline, slot).map_err(|e| match e {
+                StartRefused::Overloaded(limit) => CallError::Overloaded {
                     server: self.server.clone(),
-                    limit: self.max_in_flight,
-                });
+                    limit,
+                },
+                _ => self.unavailable(),
+            })?;
+            if sooner {
+                self.wake.notify_one();
             }
-            // Recorded before the line is written, so the answer always finds it.
-            calls.slots.insert(id, Slot { reply, progress });
         }
         let out = Outbound {
             line,
@@ -160,7 +153,7 @@ impl CallLane {
             initialize: false,
         };
         if let Err(e) = self.write(out) {
-            self.calls.lock().slots.remove(&id);
+            self.calls.lock().withdraw(id);
             return Err(match e {
                 TransportError::Backlog { .. } => CallError::Transport {
                     server: self.server.clone(),
@@ -176,15 +169,10 @@ impl CallLane {
     /// Stops waiting for call `id`, tells the server, and answers the caller
     /// with [`CallError::Cancelled`]. A call that already ended is left alone.
     pub(crate) fn cancel(&self, id: i64) {
-        let Some(slot) = self.calls.lock().slots.remove(&id) else {
+        let Some((slot, note)) = self.calls.lock().cancel(id, "cancelled by the host") else {
             return;
         };
-        let note = serde_json::json!({
-            "jsonrpc": "2.0",
-            "method": methods::CANCELLED,
-            "params": { "requestId": id, "reason": "cancelled by the host" },
-        });
-        let mut line = note.to_string().into_bytes();
+        let mut line = note.to_vec();
         line.push(b'\n');
         if let LaneWriter::Actor(transport) = &self.writer {
             // Over HTTP the request holds a connection until answered: let it go.
@@ -199,34 +187,34 @@ impl CallLane {
         let _ = slot.reply.send(Err(CallError::Cancelled));
     }
 
-    /// Call `id` passed its deadline. If it was still waiting, the connection is
-    /// ended (its other calls fail with `ConnectionTimedOut`) and true is returned;
-    /// false means its answer is already on the way.
-    pub(crate) fn timed_out(&self, id: i64, after: Duration) -> bool {
-        {
-            let mut calls = self.calls.lock();
-            if calls.slots.remove(&id).is_none() {
-                return false;
-            }
-            calls.expired.insert(id);
-        }
-        if self
-            .actor
-            .cast(ServerMsg::CallTimedOut { id, after })
-            .is_err()
-        {
-            // No actor to end the connection: fail what is left here.
-            self.close(&CallError::ConnectionClosed {
+    /// Ends the calls whose deadline has passed: each caller gets
+    /// [`CallError::Timeout`] now, and the actor ends the connection unless an
+    /// answer arrives before it acts (the others then fail with `ConnectionTimedOut`).
+    fn expire_due(&self) {
+        let due = self.calls.lock().expire(Instant::now());
+        for (id, slot) in due {
+            let _ = slot.reply.send(Err(CallError::Timeout {
                 server: self.server.clone(),
-                reason: Arc::from("the connection's actor is gone"),
+                after: slot.after,
+            }));
+            let told = self.actor.cast(ServerMsg::CallTimedOut {
+                id,
+                after: slot.after,
             });
+            if told.is_err() {
+                // No actor to end the connection: fail what is left here.
+                self.close(&CallError::ConnectionClosed {
+                    server: self.server.clone(),
+                    reason: Arc::from("the connection's actor is gone"),
+                });
+                return;
+            }
         }
-        true
     }
 
     /// True if call `id` timed out and no answer came since: the connection ends.
     pub(crate) fn take_expired(&self, id: i64) -> bool {
-        self.calls.lock().expired.remove(&id)
+        self.calls.lock().take_expired(id)
     }
 
     /// Completes a call with `msg` if it is the answer to one; hands `msg` back otherwise.
@@ -242,15 +230,12 @@ impl CallLane {
             }) => *n,
             _ => return Some(msg),
         };
-        let slot = {
-            let mut calls = self.calls.lock();
-            match calls.slots.remove(&id) {
-                Some(slot) => slot,
-                // The caller already has its timeout; the late answer only spares
-                // the connection.
-                None if calls.expired.remove(&id) => return None,
-                None => return Some(msg),
-            }
+        let slot = match self.calls.lock().answer(id) {
+            Answered::Call(slot) => slot,
+            // The caller already has its timeout; the late answer only spares
+            // the connection.
+            Answered::Late => return None,
+            Answered::Unknown => return Some(msg),
         };
         let server = self.server.clone();
         let result = match msg {
@@ -272,12 +257,10 @@ impl CallLane {
         let RequestId::Number(n) = id else {
             return false;
         };
-        let slot = {
-            let mut calls = self.calls.lock();
-            match calls.slots.remove(n) {
-                Some(slot) => slot,
-                None => return calls.expired.remove(n),
-            }
+        let slot = match self.calls.lock().fail(*n) {
+            Answered::Call(slot) => slot,
+            Answered::Late => return true,
+            Answered::Unknown => return false,
         };
         let _ = slot.reply.send(Err(CallError::Transport {
             server: self.server.clone(),
@@ -289,23 +272,21 @@ impl CallLane {
     /// The progress callback of the call whose progress token is `token`.
     pub(crate) fn progress(&self, token: &Value) -> Option<ProgressCallback> {
         let id = token.as_i64()?;
-        self.calls.lock().slots.get(&id)?.progress.clone()
+        self.calls.lock().get(id)?.progress.clone()
     }
 
     /// The connection is ready: calls may start.
     pub(crate) fn open(&self) {
-        self.calls.lock().open = true;
+        self.calls.lock().open();
     }
 
     /// The connection is ending: no call starts any more, and every call in
     /// flight fails with `error`.
     pub(crate) fn close(&self, error: &CallError) {
-        let slots = {
-            let mut calls = self.calls.lock();
-            calls.open = false;
-            calls.expired.clear();
-            std::mem::take(&mut calls.slots)
-        };
+        let slots = self.calls.lock().close();
+        if let Some(task) = self.deadlines.lock().take() {
+            task.abort();
+        }
         for (_, slot) in slots {
             let _ = slot.reply.send(Err(error.clone()));
         }
@@ -355,6 +336,39 @@ impl CallLane {
     fn unavailable(&self) -> CallError {
         CallError::ServerUnavailable {
             server: self.server.clone(),
+        }
+    }
+}
+
+impl Drop for CallLane {
+    fn drop(&mut self) {
+        if let Some(task) = self.deadlines.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+/// The deadline task of one lane: sleeps until the earliest deadline (or until a
+/// sooner one is set), then ends what is due. Holds the lane weakly, so it never
+/// keeps a finished connection alive.
+async fn watch_deadlines(lane: Weak<CallLane>, wake: Arc<Notify>) {
+    loop {
+        let next = match lane.upgrade() {
+            Some(lane) => lane.calls.lock().next_deadline(),
+            None => return,
+        };
+        match next {
+            None => wake.notified().await,
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = wake.notified() => continue,
+                }
+                match lane.upgrade() {
+                    Some(lane) => lane.expire_due(),
+                    None => return,
+                }
+            }
         }
     }
 }

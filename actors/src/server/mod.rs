@@ -109,6 +109,7 @@ impl Actor for ServerActor {
             ids.clone(),
             ctx.options.max_in_flight,
         ));
+        lane.start_deadlines();
         let _ = sink.lane.set(lane.clone());
         if pid.is_some() {
             ctx.status
