@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 const FILE: &str = "approvals.json";
 const LOCK: &str = "approvals.lock";
 const VERSION: u32 = 1;
+/// The largest approvals file read.
+const APPROVALS_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// Why approvals could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -153,7 +155,17 @@ impl ApprovalStore {
 
     fn read(&self) -> Result<ApprovalsFile, ApprovalError> {
         let path = self.path();
-        let text = match std::fs::read_to_string(&path) {
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&path);
+        let text = match opened.and_then(|f| {
+            let mut text = String::new();
+            // Approvals are a few lines per project; a file past this is not ours.
+            f.take(APPROVALS_LIMIT)
+                .read_to_string(&mut text)
+                .map(|_| text)
+        }) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(ApprovalsFile::default());

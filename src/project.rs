@@ -203,6 +203,48 @@ impl Project {
         }
     }
 
+    /// The OAuth facade of HTTP entry `name` for forgetting its tokens: for any
+    /// entry, enabled or not, built from its URL alone (its `oauth` block, secrets
+    /// and key files are not evaluated), since tokens are keyed by name and URL.
+    pub fn oauth_for_logout(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OAuth, ProjectError> {
+        let entry = self
+            .config
+            .servers
+            .get(name)
+            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        if entry.kind != TransportKind::Http {
+            return Err(ProjectError::NotHttp(name.to_string()));
+        }
+        let invalid = |reason: String| ProjectError::Invalid {
+            server: name.to_string(),
+            problems: vec![EntryProblem::OAuth {
+                server: name.to_string(),
+                reason,
+            }],
+        };
+        let url = entry
+            .url
+            .as_deref()
+            .and_then(|u| crate::config::expand::expand(u, lookup).ok())
+            .ok_or_else(|| invalid("`url` does not resolve".into()))?;
+        let config = mcpvisor_auth::OAuthConfig {
+            server: name.to_string(),
+            url,
+            home: self.home.clone(),
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            scope: None,
+            grant: mcpvisor_auth::Grant::AuthorizationCode,
+            unattended: None,
+        };
+        OAuth::new(config).map_err(|e| invalid(e.to_string()))
+    }
+
     /// Approves `name` after checking that it resolves; saves nothing otherwise.
     pub fn enable(
         &self,

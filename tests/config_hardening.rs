@@ -53,22 +53,40 @@ fn text(out: &Output) -> String {
 fn a_disabled_entrys_key_file_is_never_opened() {
     let dir = scratch("fifo");
     nix::unistd::mkfifo(&dir.join("key.pem"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(dir.join("regular.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
     let config = json!({"mcpServers": {
         "off": {"type": "http", "url": "https://mcp.example.com/mcp", "disabled": true,
                 "oauth": {"grant": "client_credentials", "clientId": "c", "privateKeyFile": "key.pem"}},
         "unapproved": {"type": "http", "url": "https://mcp.example.com/mcp",
                 "oauth": {"grant": "client_credentials", "clientId": "c", "privateKeyFile": "/dev/zero"}},
+        "unset": {"type": "http", "url": "https://mcp.example.com/mcp", "disabled": true,
+                "oauth": {"grant": "client_credentials", "clientId": "c", "clientSecret": "${NEVER_SET_VAR}"}},
+        "keyed": {"type": "http", "url": "https://mcp.example.com/mcp",
+                "oauth": {"grant": "password", "clientId": "c", "privateKeyFile": "regular.pem"}},
     }});
     std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
     // A FIFO opened for reading would block this for ever; /dev/zero would fill memory.
     let out = mcpvisor(&dir, &["--json", "servers"]);
     assert!(out.status.success(), "{}", text(&out));
-    for name in ["off", "unapproved"] {
+    // Had their `oauth` blocks been evaluated, the unset variable and the
+    // unsupported grant would show as problems or auth errors.
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for entry in &listed {
+        assert_eq!(entry["problems"], json!([]), "{entry}");
+        assert_eq!(entry["auth"], serde_json::Value::Null, "{entry}");
+    }
+    for name in ["off", "unapproved", "unset", "keyed"] {
         let out = mcpvisor(&dir, &["login", "--headless", name]);
         assert!(!out.status.success());
         assert!(text(&out).contains("is not enabled"), "{}", text(&out));
+        // Forgetting tokens needs no evaluation: it works for any entry.
         let out = mcpvisor(&dir, &["logout", name]);
-        assert!(text(&out).contains("is not enabled"), "{}", text(&out));
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains("had no stored tokens"),
+            "{}",
+            text(&out)
+        );
     }
     // Enabling reads it under the rules: not a regular file, refused, nothing saved.
     let out = mcpvisor(&dir, &["enable", "unapproved"]);

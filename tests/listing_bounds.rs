@@ -61,3 +61,11 @@ async fn an_endless_listing_stops_at_its_byte_cap() {
     );
     assert!(grown_kib < 96 * 1024, "host grew {grown_kib} KiB");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_long_cursors_cost_their_hashes_not_their_bytes() {
+    // 10,000 distinct 15 KiB cursors: ~150 MiB if kept, a few hundred KiB as hashes.
+    let (reason, grown_kib) = first_failure("long-cursors", None).await;
+    assert!(reason.contains("more than 10000 pages"), "{reason}");
+    assert!(grown_kib < 48 * 1024, "host grew {grown_kib} KiB");
+}

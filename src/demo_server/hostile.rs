@@ -84,6 +84,9 @@ pub enum Hostile {
     TerminalEscapes,
     /// Page `tools/list` forever, each page's `nextCursor` a new ~900 KB string.
     HugeCursors,
+    /// Page `tools/list` forever, each page's `nextCursor` a new 15 KiB string
+    /// (under any sensible length cap, so only keeping hashes bounds memory).
+    LongCursors,
     /// Page `tools/list` forever, each page one tool with a ~900 KB description.
     EndlessListing,
 }
@@ -130,6 +133,10 @@ impl Hostile {
             Hostile::HugeCursors => Some(json!({
                 "tools": [tool("a page".into())],
                 "nextCursor": format!("{}:{}", page + 1, filler('c')),
+            })),
+            Hostile::LongCursors => Some(json!({
+                "tools": [],
+                "nextCursor": format!("{}:{}", page + 1, "c".repeat(15 * 1024)),
             })),
             Hostile::EndlessListing => Some(json!({
                 "tools": [tool(filler('d'))],

@@ -343,7 +343,8 @@ impl Connection {
         };
         let page = match outcome {
             Ok(v) => {
-                let bytes = json_size(&v);
+                // What the listing keeps: the tools (a cursor is kept as a hash).
+                let bytes = v.get("tools").map_or(0, json_size);
                 ToolsPage::parse(v)
                     .map(|page| (bytes, page))
                     .map_err(|e| ConnectionError::Protocol(e.to_string()))

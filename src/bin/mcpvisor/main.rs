@@ -230,7 +230,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             for s in statuses.iter().filter(|s| s.state != ServerState::Ready) {
                 eprintln!(
                     "mcpvisor: server `{}` is {}",
-                    s.name,
+                    output::clean_line(&s.name),
                     output::state_text(&s.state)
                 );
             }
@@ -263,7 +263,8 @@ fn servers_to_run(project: Option<&Project>) -> Result<Vec<ServerSpec>, Failure>
         if !status.approved && !status.disabled {
             eprintln!(
                 "mcpvisor: server `{}` is not approved; run `mcpvisor enable {}`",
-                status.name, status.name
+                output::clean_line(&status.name),
+                output::clean_line(&status.name)
             );
         }
     }

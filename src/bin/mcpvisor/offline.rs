@@ -68,7 +68,7 @@ pub(crate) fn servers(
         };
         println!(
             "{:<20} {:<6} {:<17} {}",
-            s.name,
+            crate::output::clean_line(&s.name),
             s.kind,
             state,
             s.source.display()
@@ -148,7 +148,7 @@ pub(crate) async fn login(
 pub(crate) fn logout(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
     let project = need(project)?;
     let oauth = project
-        .oauth(name, &process_env)
+        .oauth_for_logout(name, &process_env)
         .map_err(|e| Failure(e.to_string(), 1))?;
     let had = oauth.logout().map_err(|e| Failure(e.to_string(), 1))?;
     println!(

@@ -39,17 +39,25 @@ impl StreamBackoff {
     /// opened). `retry_ms` is the server's last `retry:`; `healthy` says the stream
     /// stayed up for [`HEALTHY_FOR`]; `jitter` is uniform in `[0, 1)` and spreads
     /// the backoff by ±20 % so many clients of one server do not return together.
+    ///
+    /// After a healthy stream the server's `retry:` is honoured (above the
+    /// floor). After a failure the backoff goes on growing whatever `retry:` once
+    /// said, so a server that asked for `retry: 0` and then fails is not polled
+    /// every 100 ms for ever.
     pub(crate) fn after(&mut self, retry_ms: Option<u64>, healthy: bool, jitter: f64) -> Duration {
         if healthy {
             self.next = self.initial;
         }
-        if let Some(ms) = retry_ms {
-            return retry_delay(ms);
-        }
-        let base = self.next;
+        let step = self.next;
         self.next = (self.next * 2).min(self.max);
-        base.mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0))
-            .max(RETRY_FLOOR)
+        let backoff = step
+            .mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0))
+            .max(RETRY_FLOOR);
+        match retry_ms {
+            Some(ms) if healthy => retry_delay(ms),
+            Some(ms) => retry_delay(ms).max(backoff),
+            None => backoff,
+        }
     }
 }
 
@@ -62,10 +70,23 @@ mod tests {
     #[test]
     fn server_retry_is_raised_to_the_floor() {
         let mut b = StreamBackoff::new(500 * MS, 30_000 * MS);
-        assert_eq!(b.after(Some(0), false, 0.5), RETRY_FLOOR);
-        assert_eq!(b.after(Some(1), false, 0.5), RETRY_FLOOR);
-        assert_eq!(b.after(Some(750), false, 0.5), 750 * MS);
+        assert_eq!(b.after(Some(0), true, 0.5), RETRY_FLOOR);
+        assert_eq!(b.after(Some(1), true, 0.5), RETRY_FLOOR);
+        assert_eq!(b.after(Some(750), true, 0.5), 750 * MS);
         assert_eq!(retry_delay(0), RETRY_FLOOR);
+    }
+
+    #[test]
+    fn a_retry_once_given_does_not_stop_the_backoff_after_failures() {
+        let mut b = StreamBackoff::new(500 * MS, 30_000 * MS);
+        let delays: Vec<_> = (0..5).map(|_| b.after(Some(0), false, 0.5)).collect();
+        assert_eq!(
+            delays,
+            [500 * MS, 1_000 * MS, 2_000 * MS, 4_000 * MS, 8_000 * MS]
+        );
+        // A longer retry than the backoff step is honoured.
+        let mut b = StreamBackoff::new(500 * MS, 30_000 * MS);
+        assert_eq!(b.after(Some(3_000), false, 0.5), 3_000 * MS);
     }
 
     #[test]

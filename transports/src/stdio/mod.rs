@@ -106,7 +106,8 @@ fn die_with_host(cmd: &mut Command) {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
             // The host died between fork and prctl: the signal was missed.
             if nix::unistd::getppid().as_raw() as u32 != parent {
-                return Err(std::io::Error::other("the host exited during spawn"));
+                // From a kind, not a message: nothing may allocate after fork.
+                return Err(std::io::Error::from(std::io::ErrorKind::Other));
             }
             Ok(())
         });

@@ -40,8 +40,14 @@ pub(crate) fn on_spawner_thread<T: Send + 'static>(
 ) -> std::io::Result<T> {
     let (tx, rx) = mpsc::sync_channel(1);
     let job: Job = Box::new(move || {
-        let _inside = runtime.enter();
-        let _ = tx.send(f());
+        // A panic here would end the thread, and with it (parent-death signal)
+        // every server it ever started: it becomes this spawn's error instead.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _inside = runtime.enter();
+            f()
+        }))
+        .unwrap_or_else(|_| Err(std::io::Error::other("starting the server panicked")));
+        let _ = tx.send(outcome);
     });
     spawner()?
         .send(job)
