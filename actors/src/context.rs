@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use mcpvisor_transports::{TransportError, http_client};
 
+use parking_lot::RwLock;
 use ractor::ActorRef;
 
 use crate::events::EventBus;
@@ -17,7 +18,8 @@ pub(crate) struct HostContext {
     pub(crate) options: SupervisorOptions,
     pub(crate) bus: EventBus,
     pub(crate) status: Arc<StatusBoard>,
-    pub(crate) registry: ActorRef<RegistryMsg>,
+    /// The registry; replaced when the supervisor restarts a registry that died.
+    pub(crate) registry: RwLock<ActorRef<RegistryMsg>>,
     /// Set once shutdown begins: pending calls then fail with `CallError::Shutdown`.
     pub(crate) shutting_down: AtomicBool,
     /// One HTTP client for every HTTP server of this host, made on first use.
@@ -25,6 +27,18 @@ pub(crate) struct HostContext {
 }
 
 impl HostContext {
+    /// Sends `msg` to the current registry.
+    pub(crate) fn to_registry(&self, msg: RegistryMsg) {
+        // A registry that just died drops this; the supervisor has every server
+        // report again to the one it starts instead.
+        let _ = self.registry.read().cast(msg);
+    }
+
+    /// The current registry.
+    pub(crate) fn registry(&self) -> ActorRef<RegistryMsg> {
+        self.registry.read().clone()
+    }
+
     pub(crate) fn http_client(&self) -> Result<reqwest::Client, TransportError> {
         if let Some(c) = self.http_client.get() {
             return Ok(c.clone());

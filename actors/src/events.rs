@@ -105,6 +105,12 @@ pub enum HostEvent {
         /// How many.
         count: u64,
     },
+    /// The route registry stopped unexpectedly and was started again; the routes
+    /// it had published stay, and every running server reports its tools again.
+    RegistryRestarted {
+        /// Why the old one stopped.
+        reason: String,
+    },
 }
 
 /// Fan-out of events to every subscriber; bounded, never blocks the sender.

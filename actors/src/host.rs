@@ -202,6 +202,12 @@ impl Host {
         let _ = self.supervisor.wait(Some(Duration::from_secs(10))).await;
     }
 
+    /// The supervisor actor, for tests that reach into the tree.
+    #[cfg(test)]
+    pub(crate) fn supervisor_for_tests(&self) -> &ActorRef<SupervisorMsg> {
+        &self.supervisor
+    }
+
     /// True once [`Host::shutdown`] was called.
     pub fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::SeqCst)

@@ -48,6 +48,9 @@ pub(crate) struct RegistryArgs {
     pub(crate) routes: Arc<RouteSnapshot>,
     pub(crate) bus: EventBus,
     pub(crate) status: Arc<StatusBoard>,
+    /// A registry started after another died begins from the routes it published,
+    /// so nothing a host can call disappears while the servers report again.
+    pub(crate) resume: bool,
 }
 
 /// A server's claim on a qualified name.
@@ -91,9 +94,14 @@ impl Actor for RegistryActor {
         _myself: ActorRef<Self::Msg>,
         args: RegistryArgs,
     ) -> Result<RegistryState, ActorProcessingErr> {
+        let servers = if args.resume {
+            published_servers(&args.routes.load())
+        } else {
+            BTreeMap::new()
+        };
         Ok(RegistryState {
             args,
-            servers: BTreeMap::new(),
+            servers,
             conflicts: BTreeSet::new(),
             unpublished: Vec::new(),
             reports: 0,
@@ -130,6 +138,24 @@ impl Actor for RegistryActor {
         }
         Ok(())
     }
+}
+
+/// Each server's routes as last published (names in conflict are not in it; the
+/// servers' new reports bring them back).
+fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
+    let mut servers: BTreeMap<ServerId, ServerRoutes> = BTreeMap::new();
+    for route in table.iter() {
+        servers
+            .entry(route.server_id)
+            .or_insert_with(|| ServerRoutes {
+                name: route.server.clone(),
+                report: 0,
+                routes: Vec::new(),
+            })
+            .routes
+            .push((Arc::from(route.definition.name.as_str()), route.clone()));
+    }
+    servers
 }
 
 impl RegistryState {

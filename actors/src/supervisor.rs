@@ -50,6 +50,10 @@ pub(crate) enum SupervisorMsg {
     Shutdown {
         reply: Option<oneshot::Sender<()>>,
     },
+    /// The registry stopped unexpectedly: start another.
+    RestartRegistry {
+        reason: String,
+    },
 }
 
 pub(crate) struct SupervisorArgs {
@@ -74,6 +78,8 @@ struct Slot {
 pub(crate) struct SupervisorState {
     ctx: Arc<HostContext>,
     slots: BTreeMap<ServerId, Slot>,
+    /// What a restarted registry is given.
+    routes: Arc<RouteSnapshot>,
 }
 
 pub(crate) struct SupervisorActor;
@@ -88,10 +94,12 @@ impl Actor for SupervisorActor {
         myself: ActorRef<Self::Msg>,
         args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
+        let routes = args.routes.clone();
         let registry_args = RegistryArgs {
             routes: args.routes,
             bus: args.bus.clone(),
             status: args.status.clone(),
+            resume: false,
         };
         let (registry, _) =
             RegistryActor::spawn_linked(None, RegistryActor, registry_args, myself.get_cell())
@@ -100,7 +108,7 @@ impl Actor for SupervisorActor {
             options: args.options,
             bus: args.bus,
             status: args.status,
-            registry,
+            registry: parking_lot::RwLock::new(registry),
             shutting_down: Default::default(),
             http_client: Default::default(),
         });
@@ -120,7 +128,7 @@ impl Actor for SupervisorActor {
                 (id, slot)
             })
             .collect();
-        Ok(SupervisorState { ctx, slots })
+        Ok(SupervisorState { ctx, slots, routes })
     }
 
     async fn post_start(
@@ -160,6 +168,11 @@ impl Actor for SupervisorActor {
             }
             SupervisorMsg::RestartServer { name, reply } => {
                 let _ = reply.send(state.restart_by_name(&myself, &name).await);
+            }
+            SupervisorMsg::RestartRegistry { reason } => {
+                if !state.ctx.shutting_down.load(Ordering::Relaxed) {
+                    state.restart_registry(&myself, reason).await?;
+                }
             }
             SupervisorMsg::Shutdown { reply } => {
                 state.shutdown().await;
@@ -245,9 +258,10 @@ impl SupervisorState {
     }
 
     fn on_exit(&mut self, myself: &ActorRef<SupervisorMsg>, cell: &ActorCell, reason: String) {
-        if cell.get_id() == self.ctx.registry.get_id() {
+        if cell.get_id() == self.ctx.registry().get_id() {
             if !self.ctx.shutting_down.load(Ordering::Relaxed) {
                 tracing::error!("route registry stopped unexpectedly: {reason}");
+                let _ = myself.cast(SupervisorMsg::RestartRegistry { reason });
             }
             return;
         }
@@ -266,8 +280,44 @@ impl SupervisorState {
         }
     }
 
+    /// Starts a registry in place of one that died: it begins from the routes
+    /// already published, and every running server reports to it again.
+    async fn restart_registry(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        reason: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let args = RegistryArgs {
+            routes: self.routes.clone(),
+            bus: self.ctx.bus.clone(),
+            status: self.ctx.status.clone(),
+            resume: true,
+        };
+        let (registry, _) =
+            RegistryActor::spawn_linked(None, RegistryActor, args, myself.get_cell()).await?;
+        *self.ctx.registry.write() = registry;
+        // Servers that went down while there was no registry leave no routes.
+        let live: Vec<ServerId> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| s.actor.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in self.slots.keys().filter(|id| !live.contains(id)) {
+            self.ctx.to_registry(RegistryMsg::Remove(*id));
+        }
+        for slot in self.slots.values() {
+            if let Some(actor) = &slot.actor {
+                let _ = actor.cast(ServerMsg::ReportAgain);
+            }
+        }
+        tracing::warn!("route registry restarted after: {reason}");
+        self.ctx.bus.emit(HostEvent::RegistryRestarted { reason });
+        Ok(())
+    }
+
     fn on_down(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId, reason: String) {
-        let _ = self.ctx.registry.cast(RegistryMsg::Remove(id));
+        self.ctx.to_registry(RegistryMsg::Remove(id));
         if self.ctx.shutting_down.load(Ordering::Relaxed) {
             return;
         }
@@ -420,8 +470,11 @@ impl SupervisorState {
         }
         let _ = self
             .ctx
-            .registry
+            .registry()
             .stop_and_wait(None, Some(Duration::from_secs(1)))
             .await;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -25,7 +25,7 @@ use crate::events::HostEvent;
 use crate::lane::CallLane;
 use crate::options::ServerSpec;
 use crate::registry::{RegistryMsg, ToolsReport};
-use crate::status::ServerId;
+use crate::status::{ServerId, ServerState};
 use crate::supervisor::SupervisorMsg;
 use crate::transport::TransportMsg;
 
@@ -302,6 +302,26 @@ impl Connection {
         }
     }
 
+    /// A new registry knows nothing of this connection: list the tools again and
+    /// report them. A connection whose first report may have been lost with the
+    /// old registry (the host still sees it starting) reports as a first one.
+    pub(crate) fn report_again(&mut self, myself: &ActorRef<ServerMsg>) {
+        if !self.ready {
+            return;
+        }
+        let starting = self
+            .ctx
+            .status
+            .snapshot()
+            .iter()
+            .any(|s| s.id == self.id && matches!(s.state, ServerState::Starting { .. }));
+        if self.listing.is_some() {
+            self.relist = true;
+        } else {
+            self.start_listing(myself, starting);
+        }
+    }
+
     fn start_listing(&mut self, myself: &ActorRef<ServerMsg>, initial: bool) {
         self.list_generation += 1;
         let generation = self.list_generation;
@@ -417,10 +437,7 @@ impl Connection {
             initial: listing.initial,
             pid: self.pid,
         };
-        let _ = self
-            .ctx
-            .registry
-            .cast(RegistryMsg::Report(Box::new(report)));
+        self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
         if listing.initial {
             self.ready = true;
             if let Some(timer) = self.startup_timer.take() {
@@ -467,7 +484,7 @@ impl Connection {
         }
         // Withdraw the routes now rather than when the supervisor hears of the exit,
         // so new calls fail fast instead of reaching a stopping actor.
-        let _ = self.ctx.registry.cast(RegistryMsg::Remove(self.id));
+        self.ctx.to_registry(RegistryMsg::Remove(self.id));
         myself.stop(Some(reason));
     }
 

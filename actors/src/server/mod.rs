@@ -47,6 +47,8 @@ pub(crate) enum ServerMsg {
     StartupTimeout,
     /// A re-list after `tools/list_changed` took too long.
     ListTimedOut { generation: u64 },
+    /// The registry was restarted: report the tools to it again.
+    ReportAgain,
 }
 
 pub(crate) struct ServerArgs {
@@ -150,6 +152,7 @@ impl Actor for ServerActor {
                     conn.fail(&myself, ConnectionError::StartupTimeout(after));
                 }
             }
+            ServerMsg::ReportAgain => conn.report_again(&myself),
             ServerMsg::ListTimedOut { generation } => {
                 if conn.listing_generation() == Some(generation) {
                     let after = conn.request_timeout();

@@ -139,6 +139,9 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
             json!({"event": "login_required", "server": &**server, "reason": reason})
         }
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
+        HostEvent::RegistryRestarted { reason } => {
+            json!({"event": "registry_restarted", "reason": reason})
+        }
         other => json!({"event": format!("{other:?}")}),
     }
 }
@@ -196,6 +199,9 @@ fn raw_event_line(e: &HostEvent) -> String {
         }
         HostEvent::LoginRequired { reason, .. } => reason.clone(),
         HostEvent::EventsLost { count } => format!("({count} events missed)"),
+        HostEvent::RegistryRestarted { reason } => {
+            format!("route registry restarted ({reason}); servers report again")
+        }
         other => format!("{other:?}"),
     }
 }
