@@ -7,14 +7,14 @@
 //! read–modify–write under an exclusive file lock, written to a temporary file
 //! and renamed into place, so concurrent `enable`s never lose each other's work
 //! or leave half a file. A corrupt file is an error, never silently reset.
+//! The directory, the file and its lock are
+//! [`private_file`](mcpvisor_auth::private_file)s: 0700 and 0600, never opened
+//! through a symbolic link.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
+use mcpvisor_auth::private_file::{self, FileLock, PrivateFileError};
 use serde::{Deserialize, Serialize};
 
 const FILE: &str = "approvals.json";
@@ -125,52 +125,18 @@ impl ApprovalStore {
     }
 
     fn create_dir(&self) -> Result<(), ApprovalError> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|source| ApprovalError::Io {
-                path: self.dir.clone(),
-                source,
-            })
+        Ok(private_file::create_dir(&self.dir)?)
     }
 
-    fn lock(&self) -> Result<Flock<File>, ApprovalError> {
-        let path = self.dir.join(LOCK);
-        let io = |source| ApprovalError::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&path)
-            .map_err(io)?;
-        Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| io(std::io::Error::from(errno)))
+    fn lock(&self) -> Result<FileLock, ApprovalError> {
+        Ok(FileLock::acquire(&self.dir.join(LOCK))?)
     }
 
     fn read(&self) -> Result<ApprovalsFile, ApprovalError> {
         let path = self.path();
-        let opened = OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&path);
-        let text = match opened.and_then(|f| {
-            let mut text = String::new();
-            // Approvals are a few lines per project; a file past this is not ours.
-            f.take(APPROVALS_LIMIT)
-                .read_to_string(&mut text)
-                .map(|_| text)
-        }) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(ApprovalsFile::default());
-            }
-            Err(source) => return Err(ApprovalError::Io { path, source }),
+        // Approvals are a few lines per project; a file past the limit is not ours.
+        let Some(text) = private_file::read_to_string(&path, APPROVALS_LIMIT)? else {
+            return Ok(ApprovalsFile::default());
         };
         let file: ApprovalsFile =
             serde_json::from_str(&text).map_err(|e| ApprovalError::Corrupt {
@@ -195,30 +161,29 @@ impl ApprovalStore {
     }
 
     fn write(&self, file: &ApprovalsFile) -> Result<(), ApprovalError> {
-        let path = self.path();
         let tmp = self.dir.join(format!("{FILE}.{}.tmp", std::process::id()));
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| ApprovalError::Io { path: p, source }
-        };
         let body = serde_json::to_vec_pretty(file).unwrap_or_default();
         // A leftover from a crash, or a link planted to make this write land
         // elsewhere: unlinked (never followed), then the file is created anew.
         match std::fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&tmp)(e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(ApprovalError::Io {
+                    path: tmp,
+                    source: e,
+                });
+            }
             _ => {}
         }
-        let mut out = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        out.write_all(&body)
-            .and_then(|_| out.sync_all())
-            .map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))
+        Ok(private_file::replace(&self.path(), &tmp, &body)?)
+    }
+}
+
+impl From<PrivateFileError> for ApprovalError {
+    fn from(e: PrivateFileError) -> ApprovalError {
+        ApprovalError::Io {
+            path: e.path,
+            source: e.source,
+        }
     }
 }
 

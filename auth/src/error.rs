@@ -138,3 +138,11 @@ impl AuthError {
         AuthError::Storage(format!("{}: {e}", path.display()))
     }
 }
+
+/// A token or lock file that could not be used; a symbolic link is
+/// [`AuthError::SymlinkRefused`].
+impl From<crate::private_file::PrivateFileError> for AuthError {
+    fn from(e: crate::private_file::PrivateFileError) -> AuthError {
+        AuthError::storage(&e.path, e.source)
+    }
+}

@@ -13,7 +13,9 @@
 //! - storage (private): token files under `<home>/oauth/`, 0700/0600, replaced
 //!   atomically, with a per-server lock across read–refresh–write, one key per
 //!   server (its name and configured URL), opened without following symbolic
-//!   links; a configured client secret stays in the configuration.
+//!   links; a configured client secret stays in the configuration. The file
+//!   rules themselves are public as [`private_file`], for other state kept
+//!   beside the tokens (the facade's approvals).
 //!
 //! Every OAuth request has a total timeout and follows no redirect: a 3xx is
 //! [`AuthError::Redirected`]. Discovery checks the metadata's `issuer`
@@ -32,6 +34,7 @@ mod error;
 mod http;
 mod login;
 mod oauth;
+pub mod private_file;
 mod storage;
 mod tokens;
 

@@ -9,47 +9,24 @@
 //!
 //! A local attacker who can write to `<home>/oauth/` could plant a symbolic link
 //! where a token or lock file goes, to have tokens written or files created
-//! elsewhere: token and lock files are opened with `O_NOFOLLOW` and must be
-//! regular files, and an existing directory open to group or others is closed
-//! to 0700 with a warning.
+//! elsewhere: token and lock files are [`private_file`]s (`O_NOFOLLOW`, regular
+//! files only), and an existing directory open to group or others is closed to
+//! 0700 with a warning.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use nix::fcntl::{Flock, FlockArg, OFlag};
-
 use crate::error::AuthError;
+use crate::private_file::{self, FileLock};
 use crate::tokens::StoredTokens;
 
 /// Largest token file read: far above any real one, and no unbounded read.
 const MAX_TOKEN_FILE: u64 = 1024 * 1024;
 
-/// `O_NOFOLLOW`: a symbolic link is refused (`ELOOP`), never followed.
-/// `O_NONBLOCK`: a FIFO planted in place of a file cannot hang the open.
-fn no_follow() -> i32 {
-    (OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits()
-}
-
-/// Opened files must be regular files (not a FIFO, a device or a directory).
-fn regular(file: File, path: &Path) -> Result<File, AuthError> {
-    let meta = file.metadata().map_err(|e| AuthError::storage(path, e))?;
-    if meta.is_file() {
-        Ok(file)
-    } else {
-        Err(AuthError::Storage(format!(
-            "{}: not a regular file; refusing to use it",
-            path.display()
-        )))
-    }
-}
-
 /// Held while a server's tokens are read, refreshed and written.
 pub(crate) struct StoreLock {
-    _file: Flock<File>,
+    _file: FileLock,
     _local: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -100,27 +77,13 @@ impl TokenStore {
     /// closed to 0700 with a warning rather than refused: the tokens in it are
     /// exposed until then, and closing it is what the user would do anyway.
     fn ensure_dir(&self) -> Result<(), AuthError> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| AuthError::storage(&self.dir, e))?;
-        let meta =
-            std::fs::symlink_metadata(&self.dir).map_err(|e| AuthError::storage(&self.dir, e))?;
-        if meta.file_type().is_symlink() {
-            return Err(AuthError::SymlinkRefused {
-                path: self.dir.clone(),
-            });
-        }
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
+        private_file::create_dir(&self.dir)?;
+        if let Some(mode) = private_file::close_dir(&self.dir)? {
             tracing::warn!(
                 dir = %self.dir.display(),
                 "the token directory was open to other users (mode {mode:o}); set to 0700. \
                  Tokens stored in it may have been read: log out and in again if that matters"
             );
-            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| AuthError::storage(&self.dir, e))?;
         }
         Ok(())
     }
@@ -135,21 +98,9 @@ impl TokenStore {
             .or_default()
             .clone();
         let local = local.lock_owned().await;
-        let file = tokio::task::spawn_blocking(move || {
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(no_follow())
-                .open(&path)
-                .map_err(|e| AuthError::storage(&path, e))?;
-            let file = regular(file, &path)?;
-            Flock::lock(file, FlockArg::LockExclusive)
-                .map_err(|(_, errno)| AuthError::storage(&path, errno.into()))
-        })
-        .await
-        .map_err(|e| AuthError::Storage(format!("lock task: {e}")))??;
+        let file = tokio::task::spawn_blocking(move || FileLock::acquire(&path))
+            .await
+            .map_err(|e| AuthError::Storage(format!("lock task: {e}")))??;
         Ok(StoreLock {
             _file: file,
             _local: local,
@@ -159,19 +110,9 @@ impl TokenStore {
     /// The stored tokens, if any; a file that does not parse is an error, never ignored.
     pub(crate) fn load(&self, server: &str, key: &str) -> Result<Option<StoredTokens>, AuthError> {
         let path = self.path(server, key);
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(no_follow())
-            .open(&path)
-        {
-            Ok(f) => regular(f, &path)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(AuthError::storage(&path, e)),
+        let Some(text) = private_file::read_to_string(&path, MAX_TOKEN_FILE)? else {
+            return Ok(None);
         };
-        let mut text = String::new();
-        file.take(MAX_TOKEN_FILE)
-            .read_to_string(&mut text)
-            .map_err(|e| AuthError::storage(&path, e))?;
         let corrupt = |line, column| AuthError::CorruptTokenFile {
             server: server.to_string(),
             path: path.clone(),
@@ -197,34 +138,12 @@ impl TokenStore {
     ) -> Result<(), AuthError> {
         self.ensure_dir()?;
         let path = self.path(server, key);
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(AuthError::SymlinkRefused { path });
-        }
-        let tmp = path.with_extension(format!(
-            "json.{}.{}.tmp",
-            std::process::id(),
-            fastrand::u32(..)
-        ));
         let mut tokens = tokens.clone();
         tokens.key = Some(key.to_string());
         let body =
             serde_json::to_vec_pretty(&tokens).map_err(|e| AuthError::Storage(e.to_string()))?;
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(no_follow())
-            .open(&tmp)
-            .map_err(|e| AuthError::storage(&tmp, e))?;
-        let written = file.write_all(&body).and_then(|_| file.sync_all());
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(AuthError::storage(&tmp, e));
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            AuthError::storage(&path, e)
-        })
+        private_file::replace(&path, &private_file::temp_path(&path), &body)?;
+        Ok(())
     }
 
     /// Removes the token file (a symbolic link in its place is removed, not followed).
