@@ -165,42 +165,8 @@ impl OAuth {
         if let Some(t) = self.current.lock().as_ref().filter(|t| t.fresh()) {
             return Ok(Some(SecretString::new(t.access_token.clone())));
         }
-        let _lock = self.lock().await?;
-        // Another task or process may have refreshed while this one waited.
-        let stored = self.load()?;
-        let tokens = match stored {
-            Some(t) if t.fresh() => t,
-            Some(t) if t.refresh_token.is_some() => {
-                match login::refresh(http, &t.resource, &t).await {
-                    Ok(next) => {
-                        self.save(&next)?;
-                        next
-                    }
-                    // The refresh was early: the token serves until it expires.
-                    Err(RefreshFailure::Unavailable(e)) if !t.expired() => {
-                        tracing::warn!(server = %self.config.server, "token refresh failed; the current token serves until it expires: {e}");
-                        t
-                    }
-                    Err(RefreshFailure::Unavailable(e)) => return Err(e),
-                    Err(RefreshFailure::Refused(e)) => {
-                        tracing::warn!(server = %self.config.server, "token refresh failed: {e}");
-                        self.forget()?;
-                        return self
-                            .unattended_or_login_required(http, &Challenge::default())
-                            .await
-                            .map(Some);
-                    }
-                }
-            }
-            Some(t) => t,
-            None if !matches!(self.config.grant, Grant::AuthorizationCode) => {
-                self.client_credentials(http, &Challenge::default()).await?
-            }
-            None => return Ok(None),
-        };
-        let token = SecretString::new(tokens.access_token.clone());
-        *self.current.lock() = Some(tokens);
-        Ok(Some(token))
+        let tokens = self.renew(http, Renewal::BeforeRequest).await?;
+        Ok(tokens.map(|t| SecretString::new(t.access_token)))
     }
 
     /// After a `401`: refresh once, or log in (unattended or client credentials),
@@ -211,33 +177,61 @@ impl OAuth {
         used: Option<&SecretString>,
         challenge: &Challenge,
     ) -> Result<(), AuthError> {
+        self.renew(http, Renewal::Refused { used, challenge })
+            .await
+            .map(|_| ())
+    }
+
+    /// The one lock → load → refresh path. Under the server's lock, re-reads the
+    /// stored tokens (another task or process may have refreshed them while this
+    /// one waited), refreshes them if `why` calls for it, logs in without a
+    /// person where the refresh is refused, and adopts the result. `None`: no
+    /// login yet and none to make before a request.
+    async fn renew(
+        &self,
+        http: &reqwest::Client,
+        why: Renewal<'_>,
+    ) -> Result<Option<StoredTokens>, AuthError> {
         let _lock = self.lock().await?;
-        let stored = self.load()?;
-        if let Some(t) = &stored {
-            if used.is_none_or(|u| u.expose() != t.access_token) {
-                // Someone else already replaced the token that was refused.
-                *self.current.lock() = stored.clone();
-                return Ok(());
-            }
-            if t.refresh_token.is_some() {
-                match login::refresh(http, &t.resource, t).await {
+        let tokens = match self.load()? {
+            Some(t) if why.still_serves(&t) => t,
+            Some(t) if t.refresh_token.is_some() => {
+                match login::refresh(http, &t.resource, &t).await {
                     Ok(next) => {
                         self.save(&next)?;
-                        *self.current.lock() = Some(next);
-                        return Ok(());
+                        next
+                    }
+                    // An early refresh failed: the token serves until it expires.
+                    Err(RefreshFailure::Unavailable(e)) if why.before_request() && !t.expired() => {
+                        tracing::warn!(server = %self.config.server, "token refresh failed; the current token serves until it expires: {e}");
+                        t
                     }
                     // Keep the login: this request fails, a later one refreshes.
                     Err(RefreshFailure::Unavailable(e)) => return Err(e),
                     Err(RefreshFailure::Refused(e)) => {
-                        tracing::warn!(server = %self.config.server, "token refresh after 401 failed: {e}")
+                        tracing::warn!(server = %self.config.server, "{}: {e}", why.refresh_failed());
+                        self.forget()?;
+                        self.unattended_tokens(http, why.challenge()).await?
                     }
                 }
             }
-            self.forget()?;
-        }
-        let tokens = self.unattended_tokens(http, challenge).await?;
-        *self.current.lock() = Some(tokens);
-        Ok(())
+            // Not refreshable: sent as it is until the server refuses it.
+            Some(t) if why.before_request() => t,
+            Some(_) => {
+                self.forget()?;
+                self.unattended_tokens(http, why.challenge()).await?
+            }
+            // The authorization code needs a `401` first (whose challenge
+            // discovery reads); client credentials need no one.
+            None if why.before_request()
+                && matches!(self.config.grant, Grant::AuthorizationCode) =>
+            {
+                return Ok(None);
+            }
+            None => self.unattended_tokens(http, why.challenge()).await?,
+        };
+        *self.current.lock() = Some(tokens.clone());
+        Ok(Some(tokens))
     }
 
     /// After a `403` with `insufficient_scope`: authorizes again with the scope
@@ -252,17 +246,6 @@ impl OAuth {
         let tokens = self.unattended_tokens(http, challenge).await?;
         *self.current.lock() = Some(tokens);
         Ok(())
-    }
-
-    async fn unattended_or_login_required(
-        &self,
-        http: &reqwest::Client,
-        challenge: &Challenge,
-    ) -> Result<SecretString, AuthError> {
-        let tokens = self.unattended_tokens(http, challenge).await?;
-        let token = SecretString::new(tokens.access_token.clone());
-        *self.current.lock() = Some(tokens);
-        Ok(token)
     }
 
     /// New tokens without a person: client credentials, or the unattended driver.
@@ -435,5 +418,53 @@ impl OAuth {
     /// The token file (for diagnostics and tests).
     pub fn token_path(&self) -> PathBuf {
         self.store.path(&self.config.server, &self.key)
+    }
+}
+
+/// Why the stored tokens are being looked at under the lock.
+#[derive(Clone, Copy)]
+enum Renewal<'a> {
+    /// A request is about to go: refresh a token about to expire.
+    BeforeRequest,
+    /// The server answered `401` to a request that carried `used`.
+    Refused {
+        used: Option<&'a SecretString>,
+        challenge: &'a Challenge,
+    },
+}
+
+impl Renewal<'_> {
+    /// Whether the stored tokens `t` can be used as they are.
+    fn still_serves(&self, t: &StoredTokens) -> bool {
+        match self {
+            Renewal::BeforeRequest => t.fresh(),
+            // Someone else already replaced the token that was refused.
+            Renewal::Refused { used, .. } => used.is_none_or(|u| u.expose() != t.access_token),
+        }
+    }
+
+    fn before_request(&self) -> bool {
+        matches!(self, Renewal::BeforeRequest)
+    }
+
+    /// What the server asked for, for a login that follows.
+    fn challenge(&self) -> &Challenge {
+        static NONE: Challenge = Challenge {
+            resource_metadata: None,
+            scope: None,
+            error: None,
+        };
+        match self {
+            Renewal::BeforeRequest => &NONE,
+            Renewal::Refused { challenge, .. } => challenge,
+        }
+    }
+
+    /// The warning logged when the authorization server refuses the refresh.
+    fn refresh_failed(&self) -> &'static str {
+        match self {
+            Renewal::BeforeRequest => "token refresh failed",
+            Renewal::Refused { .. } => "token refresh after 401 failed",
+        }
     }
 }
