@@ -254,6 +254,17 @@ impl CallLane {
     /// Fails call `id` alone (an HTTP status for its POST, an oversize answer).
     /// False if `id` is not a call in this lane.
     pub(crate) fn fail(&self, id: &RequestId, error: TransportError) -> bool {
+        self.fail_with(
+            id,
+            CallError::Transport {
+                server: self.server.clone(),
+                source: error,
+            },
+        )
+    }
+
+    /// Fails call `id` alone with `error`. False if `id` is not a call in this lane.
+    pub(crate) fn fail_with(&self, id: &RequestId, error: CallError) -> bool {
         let RequestId::Number(n) = id else {
             return false;
         };
@@ -262,10 +273,7 @@ impl CallLane {
             Answered::Late => return true,
             Answered::Unknown => return false,
         };
-        let _ = slot.reply.send(Err(CallError::Transport {
-            server: self.server.clone(),
-            source: error,
-        }));
+        let _ = slot.reply.send(Err(error));
         true
     }
 

@@ -13,6 +13,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod answer_probe;
 pub mod calls;
 pub mod frame;
 pub mod jsonrpc;

@@ -82,6 +82,10 @@ pub enum Hostile {
     /// Put terminal control sequences (clear screen, window title, bell, colours)
     /// in every tool description, tool result text and error message.
     TerminalEscapes,
+    /// Answer every tool call with both `result` and `error`.
+    ResultAndError,
+    /// Answer every tool call with a result nested deeper than a parser follows.
+    TooDeepAnswer,
     /// Page `tools/list` forever, each page's `nextCursor` a new ~900 KB string.
     HugeCursors,
     /// Page `tools/list` forever, each page's `nextCursor` a new 15 KiB string
@@ -331,6 +335,19 @@ impl Hostile {
                 shared.outbox.send_raw(line).await;
             }
             Hostile::PartialLineEof => cut_and_exit(shared, answer, 0).await,
+            Hostile::ResultAndError | Hostile::TooDeepAnswer => {
+                let mut copy = as_value(answer).unwrap_or_default();
+                if self == Hostile::ResultAndError {
+                    copy["error"] = json!({"code": -32000, "message": "and an error"});
+                } else {
+                    let mut deep = json!("bottom");
+                    for _ in 0..TOO_DEEP {
+                        deep = json!([deep]);
+                    }
+                    copy["result"] = deep;
+                }
+                shared.outbox.send_raw(json_line(&copy)).await;
+            }
             Hostile::TerminalEscapes => {
                 let mut copy = as_value(answer).unwrap_or_default();
                 let failed = copy.get("error").is_some() || copy["result"]["isError"] == true;

@@ -13,6 +13,14 @@ pub enum TransportEvent {
     Message(Incoming),
     /// A frame that is not a JSON-RPC message; the connection goes on.
     Malformed(MessageError),
+    /// An answer to request `id` that could not be read: that request fails now
+    /// (not at its timeout); the connection goes on.
+    UnreadableAnswer {
+        /// The request it answers.
+        id: RequestId,
+        /// Why it could not be read.
+        error: MessageError,
+    },
     /// One request failed at the transport level (HTTP status, oversize answer);
     /// the connection goes on.
     RequestFailed {
@@ -26,6 +34,17 @@ pub enum TransportEvent {
     SessionRenewed,
     /// The transport ended; nothing follows.
     Closed(TransportError),
+}
+
+impl TransportEvent {
+    /// The event for a frame that did not parse: an unreadable answer when its
+    /// id can still be read, else a malformed frame.
+    pub fn unparsed(frame: &[u8], error: MessageError) -> TransportEvent {
+        match mcpvisor_protocol::answer_probe::unreadable_answer_id(frame) {
+            Some(id) => TransportEvent::UnreadableAnswer { id, error },
+            None => TransportEvent::Malformed(error),
+        }
+    }
 }
 
 /// Receives a transport's events.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::ErrorObject;
 use mcpvisor_protocol::listing::{ListingBounds, json_size};
-use mcpvisor_protocol::messages::{ToolsPage, list_tools_params, methods};
+use mcpvisor_protocol::messages::{ResultError, ToolsPage, list_tools_params, methods};
 use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
@@ -174,6 +174,18 @@ impl Connection {
                 }
             }
             TransportEvent::Malformed(e) => self.ignore_malformed("message", &e),
+            TransportEvent::UnreadableAnswer { id, error } => {
+                let failure = CallError::InvalidResult {
+                    server: self.name.clone(),
+                    source: ResultError {
+                        what: "tools/call",
+                        detail: format!("the answer could not be read: {error}"),
+                    },
+                };
+                if !self.lane.fail_with(&id, failure) {
+                    self.ignore_malformed("answer", &error);
+                }
+            }
             TransportEvent::RequestFailed { id, error } => self.request_failed(myself, id, error),
             TransportEvent::SessionRenewed => {
                 self.ctx.bus.emit(HostEvent::SessionRenewed {

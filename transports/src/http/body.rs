@@ -109,7 +109,7 @@ pub(crate) async fn deliver_json<S: TransportSink>(
             Ok(answered)
         }
         Err(e) => {
-            sink.deliver(TransportEvent::Malformed(e)).await;
+            sink.deliver(TransportEvent::unparsed(body, e)).await;
             Ok(false)
         }
     }

@@ -48,7 +48,7 @@ impl<S: TransportSink> StdoutReader<S> {
             let pushed = decoder.push(&buf[..n], |frame| {
                 parsed.push(match Message::parse(frame) {
                     Ok(incoming) => TransportEvent::Message(incoming),
-                    Err(e) => TransportEvent::Malformed(e),
+                    Err(e) => TransportEvent::unparsed(frame, e),
                 })
             });
             for event in parsed.drain(..) {
