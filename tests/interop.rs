@@ -1,87 +1,150 @@
-//! Third-party servers over stdio: the reference `server-everything` (npm) and a
-//! server on the Python SDK's `MCPServer` (PyPI). `scripts/peers.sh` installs both.
+//! Real third-party servers, each over every wire it speaks: server-everything
+//! (npm) over stdio and Streamable HTTP, and the Python SDK's `MCPServer` (PyPI)
+//! over stdio and Streamable HTTP in both answer modes. One scenario runs for
+//! every case (support/peers.rs starts the peers; `scripts/peers.sh` installs them).
 
 mod support;
 
 use std::time::Duration;
 
-use mcpvisor::{Host, ServerSpec, ServerState, StdioSpec};
+use futures::Stream;
+use mcpvisor::{Host, HostEvent, ServerState};
 use serde_json::json;
-use support::{call, fast_options, peers_dir};
+use support::peers::{Peer, Wire};
+use support::{call, eventually, fast_options, wait_for};
 
-fn everything() -> ServerSpec {
-    let index =
-        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        index.exists(),
-        "{} is missing: run `bash scripts/peers.sh`",
-        index.display()
-    );
-    ServerSpec::stdio(
-        "everything",
-        StdioSpec::new(
-            "node",
-            [index.to_string_lossy().into_owned(), "stdio".into()],
-        ),
-    )
-}
-
-fn python() -> ServerSpec {
-    let python = peers_dir().join("venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run `bash scripts/peers.sh`",
-        python.display()
-    );
-    let script = peers_dir().join("python_server.py");
-    ServerSpec::stdio(
-        "py",
-        StdioSpec::new(
-            python.to_string_lossy().into_owned(),
-            [script.to_string_lossy().into_owned(), "stdio".into()],
-        ),
-    )
-}
+type Events = std::pin::Pin<Box<dyn Stream<Item = HostEvent> + Send>>;
 
 #[tokio::test]
 async fn server_everything_over_stdio() {
-    let host = Host::start(vec![everything()], fast_options())
+    interop(Peer::Everything, Wire::Stdio).await;
+}
+
+#[tokio::test]
+async fn server_everything_over_http() {
+    interop(Peer::Everything, Wire::HttpSse).await;
+}
+
+#[tokio::test]
+async fn python_sdk_server_over_stdio() {
+    interop(Peer::PythonSdk, Wire::Stdio).await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_sse_answers() {
+    interop(Peer::PythonSdk, Wire::HttpSse).await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http_with_json_answers() {
+    interop(Peer::PythonSdk, Wire::HttpJson).await;
+}
+
+/// The scenario: the server comes up with its tools, answers calls, gets its
+/// notifications through to the host, and over HTTP has its session deleted
+/// at shutdown.
+async fn interop(peer: Peer, wire: Wire) {
+    let running = peer.run(wire);
+    let host = Host::start(vec![running.spec.clone()], fast_options())
         .await
         .unwrap();
+    let mut events: Events = Box::pin(host.events());
     let statuses = host.wait_ready(Duration::from_secs(30)).await;
-    assert_eq!(statuses[0].state, ServerState::Ready, "{statuses:?}");
+    assert_eq!(
+        statuses[0].state,
+        ServerState::Ready,
+        "{statuses:?}\n{}",
+        running.output()
+    );
+    let tool = |t: &str| format!("mcp__{}__{t}", peer.name());
+    let r = call(&host, &tool("echo"), json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: hi");
+    match peer {
+        Peer::Everything => everything(&host, &mut events).await,
+        Peer::PythonSdk => python_sdk(&host, &mut events).await,
+    }
+    host.shutdown().await;
+    if let Some(server) = &running.server {
+        assert!(
+            eventually(Duration::from_secs(5), || server
+                .output()
+                .contains(peer.session_deleted_line()))
+            .await,
+            "the session was deleted at shutdown:\n{}",
+            server.output()
+        );
+    }
+}
+
+/// server-everything: its many tools, its log notifications, many calls at once.
+async fn everything(host: &Host, events: &mut Events) {
     let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     assert!(
         names.contains(&"mcp__everything__echo".to_string()),
         "{names:?}"
     );
     assert!(names.len() >= 10, "{names:?}");
-    let r = call(&host, "mcp__everything__echo", json!({"message": "hi"}))
+    // Its log notifications arrive (over HTTP on the GET stream) once simulated
+    // logging is on.
+    call(host, "mcp__everything__toggle-simulated-logging", json!({}))
         .await
         .unwrap();
-    assert_eq!(r.text(), "Echo: hi");
-    host.shutdown().await;
+    let log = wait_for(events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ServerLog { .. })
+    })
+    .await;
+    let HostEvent::ServerLog { server, .. } = log else {
+        unreachable!()
+    };
+    assert_eq!(&*server, "everything");
+    // Many calls in flight on one connection.
+    let calls = (0..64).map(|i| {
+        host.call(
+            "mcp__everything__echo",
+            json!({"message": format!("m{i}")}),
+            Default::default(),
+        )
+    });
+    for (i, r) in futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(r.unwrap().text(), format!("Echo: m{i}"));
+    }
 }
 
-#[tokio::test]
-async fn python_sdk_server_over_stdio() {
-    let host = Host::start(vec![python()], fast_options()).await.unwrap();
-    let statuses = host.wait_ready(Duration::from_secs(30)).await;
-    assert_eq!(statuses[0].state, ServerState::Ready, "{statuses:?}");
+/// The Python SDK: exactly its three tools, structured output, and a
+/// notification sent outside any request that makes the client re-list.
+async fn python_sdk(host: &Host, events: &mut Events) {
     let mut names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     names.sort();
     assert_eq!(
         names,
         vec!["mcp__py__add", "mcp__py__announce", "mcp__py__echo"]
     );
-    let r = call(&host, "mcp__py__echo", json!({"message": "hi"}))
+    let r = call(host, "mcp__py__add", json!({"a": 20, "b": 22}))
         .await
         .unwrap();
-    assert_eq!(r.text(), "Echo: hi");
-    let r = call(&host, "mcp__py__add", json!({"a": 2, "b": 3}))
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "5");
-    assert_eq!(r.structured_content, Some(json!({"result": 5})));
-    host.shutdown().await;
+    assert_eq!(r.text(), "42");
+    assert_eq!(r.structured_content, Some(json!({"result": 42})));
+    // The ToolsChanged of the first listing, so the next one is a re-list.
+    wait_for(events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
+    // Over HTTP it travels on the GET stream.
+    assert_eq!(
+        call(host, "mcp__py__announce", json!({}))
+            .await
+            .unwrap()
+            .text(),
+        "announced"
+    );
+    wait_for(events, Duration::from_secs(20), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
 }

@@ -1,12 +1,145 @@
-//! Third-party MCP servers over HTTP, started for one test and stopped with it.
+//! The third-party MCP servers the interop tests run (`scripts/peers.sh`
+//! installs them): the reference `server-everything` (npm) and a server on the
+//! Python SDK's `MCPServer` (PyPI), each over stdio or Streamable HTTP. Over
+//! HTTP the server is a process started for one test and stopped with it.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpvisor::transports::HttpSpec;
+use mcpvisor::{ServerSpec, StdioSpec};
+
 use super::peers_dir;
+
+/// A third-party server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// `@modelcontextprotocol/server-everything`, served as `everything`.
+    Everything,
+    /// `tests/peers/python_server.py` on the Python SDK, served as `py`.
+    PythonSdk,
+}
+
+/// How mcpvisor reaches a peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// A child process speaking newline-delimited JSON-RPC.
+    Stdio,
+    /// Streamable HTTP, POSTs answered with SSE (server-everything's only mode).
+    HttpSse,
+    /// Streamable HTTP, POSTs answered with plain JSON (the Python SDK only).
+    HttpJson,
+}
+
+/// A peer ready for a host: its spec and, over HTTP, the server process.
+pub struct RunningPeer {
+    /// What the host is given.
+    pub spec: ServerSpec,
+    /// The HTTP server, `None` over stdio (the host starts the child then).
+    pub server: Option<PeerServer>,
+}
+
+impl RunningPeer {
+    /// What the HTTP server printed so far (empty over stdio), for failure messages.
+    pub fn output(&self) -> String {
+        self.server
+            .as_ref()
+            .map(PeerServer::output)
+            .unwrap_or_default()
+    }
+}
+
+impl Peer {
+    /// The server name its tools are routed under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Everything => "everything",
+            Peer::PythonSdk => "py",
+        }
+    }
+
+    /// What its HTTP server logs when a client deletes its session.
+    pub fn session_deleted_line(self) -> &'static str {
+        match self {
+            Peer::Everything => "Received session termination request",
+            Peer::PythonSdk => "\"DELETE /mcp HTTP/1.1\" 200",
+        }
+    }
+
+    /// Starts it (over HTTP) or describes it (over stdio) for a host.
+    pub fn run(self, wire: Wire) -> RunningPeer {
+        let name = self.name();
+        let (spec, server) = match (self, wire) {
+            (Peer::Everything, Wire::Stdio) => (
+                ServerSpec::stdio(
+                    name,
+                    StdioSpec::new("node", [arg(everything_index()), "stdio".into()]),
+                ),
+                None,
+            ),
+            (Peer::PythonSdk, Wire::Stdio) => (
+                ServerSpec::stdio(
+                    name,
+                    StdioSpec::new(
+                        arg(python()),
+                        [arg(peers_dir().join("python_server.py")), "stdio".into()],
+                    ),
+                ),
+                None,
+            ),
+            (Peer::Everything, Wire::HttpSse) => http(name, PeerServer::everything()),
+            (Peer::PythonSdk, Wire::HttpSse) => http(name, PeerServer::python(false)),
+            (Peer::PythonSdk, Wire::HttpJson) => http(name, PeerServer::python(true)),
+            (Peer::Everything, Wire::HttpJson) => {
+                panic!("server-everything answers POSTs with SSE only")
+            }
+        };
+        RunningPeer { spec, server }
+    }
+}
+
+fn http(name: &str, server: PeerServer) -> (ServerSpec, Option<PeerServer>) {
+    let spec = ServerSpec::http(
+        name,
+        HttpSpec {
+            url: server.url.clone(),
+            headers: Vec::new(),
+            oauth: None,
+        },
+    );
+    (spec, Some(server))
+}
+
+fn arg(path: PathBuf) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// server-everything's entry point, which must be installed.
+fn everything_index() -> PathBuf {
+    let index =
+        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        index.exists(),
+        "{} is missing: run `bash scripts/peers.sh`",
+        index.display()
+    );
+    index
+}
+
+/// The Python of the peers' virtual environment, which must be installed.
+fn python() -> PathBuf {
+    let python = peers_dir().join("venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash scripts/peers.sh`",
+        python.display()
+    );
+    python
+}
 
 /// A peer server process; killed (with its process group) when dropped.
 pub struct PeerServer {
@@ -19,16 +152,9 @@ pub struct PeerServer {
 impl PeerServer {
     /// `server-everything` in Streamable HTTP mode.
     pub fn everything() -> PeerServer {
-        let index =
-            peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        assert!(
-            index.exists(),
-            "{} is missing: run `bash scripts/peers.sh`",
-            index.display()
-        );
         let port = free_port();
         let mut cmd = Command::new("node");
-        cmd.arg(index)
+        cmd.arg(everything_index())
             .arg("streamableHttp")
             .env("PORT", port.to_string());
         PeerServer::start(cmd, port)
@@ -36,15 +162,9 @@ impl PeerServer {
 
     /// The Python SDK server in streamable-http mode; `json` selects JSON answers instead of SSE.
     pub fn python(json: bool) -> PeerServer {
-        let python = peers_dir().join("venv/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run `bash scripts/peers.sh`",
-            python.display()
-        );
         let port = free_port();
         let mode = if json { "http-json" } else { "http-sse" };
-        let mut cmd = Command::new(python);
+        let mut cmd = Command::new(python());
         cmd.arg(peers_dir().join("python_server.py"))
             .arg(mode)
             .arg(port.to_string());
