@@ -60,18 +60,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                     break;
                 }
             }
-            HostEvent::ServerRestarting {
-                server,
-                attempt,
-                backoff,
-                reason,
-            } => {
-                println!("{server} went down ({reason}); restart {attempt} in {backoff:?}");
-            }
-            HostEvent::ToolsChanged { server, tools } => {
-                println!("{server} now routes {} tools", tools.len())
-            }
-            other => println!("event: {other:?}"),
+            // Every event reads as one line.
+            other => println!("{other}"),
         }
     }
     host.shutdown().await;

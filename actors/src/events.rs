@@ -1,5 +1,6 @@
 //! Events a host can react to, and the bus that carries them.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,6 +112,66 @@ pub enum HostEvent {
         /// Why the old one stopped.
         reason: String,
     },
+}
+
+/// One line for a person: `server: what happened`. Server-supplied text is
+/// included as it came; a terminal front end escapes control characters.
+impl fmt::Display for HostEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = match self {
+            HostEvent::ServerStarting { server, attempt } => {
+                format!("{server}: starting (attempt {attempt})")
+            }
+            HostEvent::ServerReady { server, pid, tools } => match pid {
+                Some(pid) => format!("{server}: ready, {tools} tools, pid {pid}"),
+                None => format!("{server}: ready, {tools} tools"),
+            },
+            HostEvent::ServerRestarting {
+                server,
+                attempt,
+                backoff,
+                reason,
+            } => {
+                format!("{server}: down ({reason}); restart {attempt} in {backoff:?}")
+            }
+            HostEvent::ServerFailed { server, reason } => {
+                format!("{server}: failed, not restarting: {reason}")
+            }
+            HostEvent::ServerStopped { server } => format!("{server}: stopped"),
+            HostEvent::ToolsChanged { server, tools } => {
+                format!("{server}: {} tools routed", tools.len())
+            }
+            HostEvent::RouteConflict { name, servers } => {
+                let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();
+                format!(
+                    "route conflict: {name} claimed by {}; not advertised",
+                    servers.join(", ")
+                )
+            }
+            HostEvent::RouteRejected {
+                server,
+                tool,
+                reason,
+            } => format!("{server}: tool {tool:?} not routed: {reason}"),
+            HostEvent::Progress { server, progress } => {
+                let total = progress.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let msg = progress.message.as_deref().unwrap_or("");
+                format!("{server}: progress {}{total} {msg}", progress.progress)
+            }
+            HostEvent::ServerLog { server, message } => {
+                format!("{server}: [{}] {}", message.level, message.data)
+            }
+            HostEvent::SessionRenewed { server } => {
+                format!("{server}: HTTP session expired; a new one was opened")
+            }
+            HostEvent::LoginRequired { reason, .. } => reason.clone(),
+            HostEvent::EventsLost { count } => format!("({count} events missed)"),
+            HostEvent::RegistryRestarted { reason } => {
+                format!("route registry restarted ({reason}); servers report again")
+            }
+        };
+        f.write_str(&line)
+    }
 }
 
 /// Fan-out of events to every subscriber; bounded, never blocks the sender.

@@ -26,7 +26,18 @@ use crate::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 /// Reading tools and routing a call never wait on an actor's mailbox: the
 /// route table is a snapshot that only the registry replaces, and a call goes
 /// to its server through the connection's call lane, not the server actor.
-pub struct Host {
+///
+/// Cheap to clone (one `Arc`): every clone is the same host. The servers stop
+/// on [`Host::shutdown`] or when the last clone is dropped.
+///
+/// A call may be made from any thread, inside a Tokio runtime or not, and its
+/// future polled by any executor: the connections' own tasks (readers,
+/// deadlines) run on the runtime the host was started on, which must keep
+/// running.
+#[derive(Clone)]
+pub struct Host(Arc<HostInner>);
+
+struct HostInner {
     supervisor: ActorRef<SupervisorMsg>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
@@ -65,19 +76,19 @@ impl Host {
         let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor, args)
             .await
             .map_err(|e| StartError::Spawn(e.to_string()))?;
-        Ok(Host {
+        Ok(Host(Arc::new(HostInner {
             supervisor,
             routes,
             status,
             bus,
             shut_down: AtomicBool::new(false),
             first_events,
-        })
+        })))
     }
 
     /// Every routed tool, sorted by qualified name.
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        let table = self.routes.load();
+        let table = self.0.routes.load();
         let mut tools: Vec<ToolDefinition> = table.iter().map(|r| r.definition.clone()).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools
@@ -85,7 +96,7 @@ impl Host {
 
     /// The current route table.
     pub fn routes(&self) -> Arc<RouteTable> {
-        self.routes.load()
+        self.0.routes.load()
     }
 
     /// Calls the tool routed as `name` (`mcp__server__tool`).
@@ -95,7 +106,7 @@ impl Host {
     /// A call that exceeds its timeout fails with [`CallError::Timeout`] and
     /// terminates the connection, which is then restarted.
     pub fn call(&self, name: &str, arguments: Value, options: CallOptions) -> PendingCall {
-        let Some(route) = self.routes.lookup(name) else {
+        let Some(route) = self.0.routes.lookup(name) else {
             return PendingCall::failed(CallError::UnknownTool(name.to_string()));
         };
         let timeout = options.timeout.unwrap_or(route.request_timeout);
@@ -125,10 +136,11 @@ impl Host {
     /// [`HostEvent::EventsLost`] and continues.
     pub fn events(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
         let mut rx = self
+            .0
             .first_events
             .lock()
             .take()
-            .unwrap_or_else(|| self.bus.subscribe());
+            .unwrap_or_else(|| self.0.bus.subscribe());
         async_stream::stream! {
             loop {
                 match rx.recv().await {
@@ -142,18 +154,18 @@ impl Host {
 
     /// Every server's status, sorted by name.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        self.status.snapshot()
+        self.0.status.snapshot()
     }
 
     /// Waits until every server is ready, failed, waiting for a login or stopped,
     /// or `timeout` passes.
     /// Returns the statuses either way; check them.
     pub async fn wait_ready(&self, timeout: Duration) -> Vec<ServerStatus> {
-        let mut changed = self.status.watch();
+        let mut changed = self.0.status.watch();
         let settled = async {
             loop {
                 changed.borrow_and_update();
-                if self.status.all_settled() {
+                if self.0.status.all_settled() {
                     return;
                 }
                 if changed.changed().await.is_err() {
@@ -162,14 +174,15 @@ impl Host {
             }
         };
         let _ = tokio::time::timeout(timeout, settled).await;
-        self.status.snapshot()
+        self.0.status.snapshot()
     }
 
     /// Brings back servers named `name` that are down or failed, at once and with a
     /// fresh restart budget. Returns how many were restarted (0 if all were running).
     pub async fn restart(&self, name: &str) -> Result<usize, CallError> {
         let (reply, rx) = oneshot::channel();
-        self.supervisor
+        self.0
+            .supervisor
             .cast(SupervisorMsg::RestartServer {
                 name: name.to_string(),
                 reply,
@@ -187,30 +200,31 @@ impl Host {
     /// Stops every server (closing stdin, then SIGTERM and SIGKILL to each process
     /// group) and the supervisor. Pending calls fail with [`CallError::Shutdown`].
     pub async fn shutdown(&self) {
-        if self.shut_down.swap(true, Ordering::SeqCst) {
+        if self.0.shut_down.swap(true, Ordering::SeqCst) {
             return;
         }
         let (reply, rx) = oneshot::channel();
         if self
+            .0
             .supervisor
             .cast(SupervisorMsg::Shutdown { reply: Some(reply) })
             .is_ok()
         {
             let _ = rx.await;
         }
-        self.routes.store(RouteTable::default());
-        let _ = self.supervisor.wait(Some(Duration::from_secs(10))).await;
+        self.0.routes.store(RouteTable::default());
+        let _ = self.0.supervisor.wait(Some(Duration::from_secs(10))).await;
     }
 
     /// The supervisor actor, for tests that reach into the tree.
     #[cfg(test)]
     pub(crate) fn supervisor_for_tests(&self) -> &ActorRef<SupervisorMsg> {
-        &self.supervisor
+        &self.0.supervisor
     }
 
     /// True once [`Host::shutdown`] was called.
     pub fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::SeqCst)
+        self.0.shut_down.load(Ordering::SeqCst)
     }
 
     /// Servers in the Ready state.
@@ -222,7 +236,7 @@ impl Host {
     }
 }
 
-impl Drop for Host {
+impl Drop for HostInner {
     fn drop(&mut self) {
         if !self.shut_down.load(Ordering::SeqCst) {
             // Best effort without a runtime to wait on: the supervisor tears everything down.

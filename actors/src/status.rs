@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpvisor_protocol::messages::InitializeResult;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
@@ -75,6 +76,9 @@ pub struct ServerStatus {
     pub tools: usize,
     /// Restarts since it was first started.
     pub restarts: u64,
+    /// What the current connection's server said of itself in `initialize`
+    /// (its name and version, capabilities, instructions); `None` until then.
+    pub initialize: Option<Arc<InitializeResult>>,
 }
 
 /// The shared table of statuses; writers are the supervisor and the registry.
@@ -101,6 +105,7 @@ impl StatusBoard {
                 pid: None,
                 tools: 0,
                 restarts: 0,
+                initialize: None,
             });
             f(entry);
         }

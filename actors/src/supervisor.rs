@@ -223,6 +223,7 @@ impl SupervisorState {
             self.ctx.status.update(id, &slot.name, |s| {
                 s.state = ServerState::Starting { attempt };
                 s.pid = None;
+                s.initialize = None;
             });
             self.ctx.bus.emit(HostEvent::ServerStarting {
                 server: slot.name.clone(),

@@ -257,6 +257,10 @@ impl Connection {
         match handled.event {
             SessionEvent::Ready(init) => {
                 tracing::debug!(server = %self.name, peer = %init.server_info.name, version = %init.server_info.version, "initialized");
+                let init: Arc<_> = Arc::from(init);
+                self.ctx
+                    .status
+                    .update(self.id, &self.name, |s| s.initialize = Some(init));
                 let _ = self.transport.cast(TransportMsg::Ready);
                 self.start_listing(myself, true);
             }

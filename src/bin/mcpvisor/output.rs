@@ -147,63 +147,7 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
 }
 
 pub(crate) fn event_line(e: &HostEvent) -> String {
-    clean_line(&raw_event_line(e))
-}
-
-fn raw_event_line(e: &HostEvent) -> String {
-    match e {
-        HostEvent::ServerStarting { server, attempt } => {
-            format!("{server}: starting (attempt {attempt})")
-        }
-        HostEvent::ServerReady { server, pid, tools } => match pid {
-            Some(pid) => format!("{server}: ready, {tools} tools, pid {pid}"),
-            None => format!("{server}: ready, {tools} tools"),
-        },
-        HostEvent::ServerRestarting {
-            server,
-            attempt,
-            backoff,
-            reason,
-        } => {
-            format!("{server}: down ({reason}); restart {attempt} in {backoff:?}")
-        }
-        HostEvent::ServerFailed { server, reason } => {
-            format!("{server}: failed, not restarting: {reason}")
-        }
-        HostEvent::ServerStopped { server } => format!("{server}: stopped"),
-        HostEvent::ToolsChanged { server, tools } => {
-            format!("{server}: {} tools routed", tools.len())
-        }
-        HostEvent::RouteConflict { name, servers } => {
-            let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();
-            format!(
-                "route conflict: {name} claimed by {}; not advertised",
-                servers.join(", ")
-            )
-        }
-        HostEvent::RouteRejected {
-            server,
-            tool,
-            reason,
-        } => format!("{server}: tool {tool:?} not routed: {reason}"),
-        HostEvent::Progress { server, progress } => {
-            let total = progress.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let msg = progress.message.as_deref().unwrap_or("");
-            format!("{server}: progress {}{total} {msg}", progress.progress)
-        }
-        HostEvent::ServerLog { server, message } => {
-            format!("{server}: [{}] {}", message.level, message.data)
-        }
-        HostEvent::SessionRenewed { server } => {
-            format!("{server}: HTTP session expired; a new one was opened")
-        }
-        HostEvent::LoginRequired { reason, .. } => reason.clone(),
-        HostEvent::EventsLost { count } => format!("({count} events missed)"),
-        HostEvent::RegistryRestarted { reason } => {
-            format!("route registry restarted ({reason}); servers report again")
-        }
-        other => format!("{other:?}"),
-    }
+    clean_line(&e.to_string())
 }
 
 #[cfg(test)]
