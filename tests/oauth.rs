@@ -13,10 +13,11 @@ use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::json;
 use support::auth_server::client::{
-    Events, TempHome, expires_at, http, login, oauth, protected, start_host, state_of, unix_now,
+    Events, expires_at, http, login, login_expiring_in, notes_server, oauth, protected, start_host,
+    state_of, unix_now, wait_login_required,
 };
 use support::auth_server::{AuthServer, ClientKind, pkce};
-use support::{call, drain, eventually, next_ready, wait_for};
+use support::{call, drain, next_ready, wait_for};
 
 fn is_login_required(e: &CallError, server: &str) -> bool {
     matches!(
@@ -74,9 +75,7 @@ fn the_fixture_checks_pkce_as_rfc_7636_computes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_registers_and_its_tokens_serve_only_their_url() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("login");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, home, notes) = notes_server(ClientKind::Public, "login").await;
     assert_eq!(notes.state().unwrap(), AuthState::LoggedOut);
     let driver = HeadlessDriver::new().unwrap();
     notes.login(&http(), &driver).await.unwrap();
@@ -131,15 +130,7 @@ async fn login_registers_and_its_tokens_serve_only_their_url() {
     assert_eq!(other.state().unwrap(), AuthState::LoggedOut);
     assert!(other.bearer(&http()).await.unwrap().is_none());
     let (host, _events) = start_host(protected("notes", &auth.alt_mcp_url(), &other)).await;
-    assert!(
-        eventually(Duration::from_secs(20), || matches!(
-            state_of(&host, "notes"),
-            ServerState::LoginRequired { .. }
-        ))
-        .await,
-        "state: {:?}",
-        state_of(&host, "notes")
-    );
+    wait_login_required(&host, "notes").await;
     let alt: Vec<_> = auth
         .resource_requests()
         .into_iter()
@@ -156,16 +147,12 @@ async fn login_registers_and_its_tokens_serve_only_their_url() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_expiring_within_the_margin_is_refreshed_before_use() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("before-expiry");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "before-expiry").await;
     // Valid for 30 s more: inside the 60 s margin.
-    auth.set_access_ttl(30);
-    login(&notes).await;
+    login_expiring_in(&auth, &notes, 30).await;
     assert!(expires_at(&notes) <= unix_now() + 30);
     let expiring = auth.access_tokens()[0].clone();
     assert!(auth.accepts(&expiring, &auth.mcp_url()));
-    auth.set_access_ttl(3600);
     let probes = auth.resource_requests().len();
 
     let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
@@ -197,9 +184,7 @@ async fn a_token_expiring_within_the_margin_is_refreshed_before_use() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_token_is_refreshed_once_and_the_call_succeeds() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("on-401");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "on-401").await;
     login(&notes).await;
     let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
     next_ready(&mut events).await;
@@ -243,9 +228,7 @@ async fn a_refused_token_is_refreshed_once_and_the_call_succeeds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_refresh_token_means_login_required_without_a_restart_loop() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("revoked");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "revoked").await;
     login(&notes).await;
     let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
     next_ready(&mut events).await;
@@ -299,11 +282,8 @@ async fn a_revoked_refresh_token_means_login_required_without_a_restart_loop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_refresh_token_at_startup_waits_for_a_login() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("revoked-startup");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
-    auth.set_access_ttl(30);
-    login(&notes).await;
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "revoked-startup").await;
+    login_expiring_in(&auth, &notes, 30).await;
     auth.revoke_refresh_tokens();
 
     let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
@@ -334,11 +314,8 @@ async fn a_revoked_refresh_token_at_startup_waits_for_a_login() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_endpoint_outage_keeps_the_login_until_it_is_back() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("outage");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
-    auth.set_access_ttl(30);
-    login(&notes).await;
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "outage").await;
+    login_expiring_in(&auth, &notes, 30).await;
     let expiring = auth.access_tokens()[0].clone();
     auth.set_token_outage(true);
 
@@ -374,7 +351,6 @@ async fn a_token_endpoint_outage_keeps_the_login_until_it_is_back() {
 
     // Back up: the next call refreshes with the kept refresh token.
     auth.set_token_outage(false);
-    auth.set_access_ttl(3600);
     let r = call(&host, "mcp__notes__echo", json!({"text": "after"}))
         .await
         .unwrap();
@@ -387,13 +363,9 @@ async fn a_token_endpoint_outage_keeps_the_login_until_it_is_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_started_during_a_token_endpoint_outage_retries_without_a_login() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("outage-startup");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "outage-startup").await;
     // Expired on arrival: nothing can be sent until a refresh succeeds.
-    auth.set_access_ttl(0);
-    login(&notes).await;
-    auth.set_access_ttl(3600);
+    login_expiring_in(&auth, &notes, 0).await;
     auth.set_token_outage(true);
 
     let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;

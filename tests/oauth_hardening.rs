@@ -9,20 +9,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
+use mcpvisor::auth::{AuthError, AuthState};
 use serde_json::{Value, json};
-use support::auth_server::client::{TempHome, http, login, oauth};
+use support::auth_server::client::{
+    TempHome, failed_login, http, login, login_expiring_in, notes_server, oauth,
+};
 use support::auth_server::hostile::{Endpoint, Misbehaviour, Witness};
 use support::auth_server::{AuthServer, ClientKind};
-
-/// A headless login that must fail; its error.
-async fn login_error(oauth: &OAuth) -> AuthError {
-    let driver = HeadlessDriver::new().unwrap();
-    oauth
-        .login(&http(), &driver)
-        .await
-        .expect_err("the login must be refused")
-}
 
 /// Asserts `error` is a redirect with `status` to the witness, shown without its query.
 fn assert_redirected(error: &AuthError, status: u16, witness: &Witness, path: &str) {
@@ -54,7 +47,7 @@ async fn a_302_on_resource_metadata_never_takes_discovery_to_another_origin() {
     let home = TempHome::new("prm-302");
     let notes = oauth("notes", &auth.mcp_url(), &home.0);
 
-    let error = login_error(&notes).await;
+    let error = failed_login(&notes).await;
     assert_redirected(&error, 302, &witness, path);
     assert!(witness.seen().is_empty(), "{:?}", witness.seen());
     assert_eq!(auth.counts().registrations, 0);
@@ -63,12 +56,9 @@ async fn a_302_on_resource_metadata_never_takes_discovery_to_another_origin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_307_on_the_token_endpoint_never_resends_a_verifier_or_refresh_token() {
-    let auth = AuthServer::start(ClientKind::Confidential).await;
+    let (auth, _home, notes) = notes_server(ClientKind::Confidential, "token-307").await;
     let witness = Witness::start().await;
-    let home = TempHome::new("token-307");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
-    auth.set_access_ttl(30);
-    login(&notes).await;
+    login_expiring_in(&auth, &notes, 30).await;
     let expiring = auth.access_tokens()[0].clone();
     auth.misbehave(
         Endpoint::Token,
@@ -82,7 +72,7 @@ async fn a_307_on_the_token_endpoint_never_resends_a_verifier_or_refresh_token()
     assert_eq!(auth.counts().token_requests, 1, "only the login's exchange");
     // A code exchange redirected: no login, and the code verifier went nowhere.
     let other_home = TempHome::new("token-307-login");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &other_home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &other_home.0)).await;
     assert_redirected(&error, 307, &witness, "/token");
     assert_eq!(auth.counts().code_exchanges, 1);
     assert!(witness.seen().is_empty(), "{:?}", witness.seen());
@@ -105,7 +95,7 @@ async fn redirects_on_server_metadata_and_registration_are_typed_errors() {
             Misbehaviour::Redirect(status, format!("{}{path}?q=q-secret-3", witness.base)),
         );
         let home = TempHome::new("redirects");
-        let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+        let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
         assert_redirected(&error, status, &witness, path);
         assert_eq!(auth.counts().authorizations, 0);
     }
@@ -127,7 +117,7 @@ async fn oauth_endpoints_that_never_answer_time_out_typed() {
     );
     let started = Instant::now();
     let (ea, eb) = tokio::time::timeout(Duration::from_secs(60), async {
-        tokio::join!(login_error(&a), login_error(&b))
+        tokio::join!(failed_login(&a), failed_login(&b))
     })
     .await
     .expect("OAuth requests are bounded in time");
@@ -157,7 +147,7 @@ async fn metadata_naming_another_issuer_is_refused() {
         let auth = AuthServer::start(ClientKind::Public).await;
         auth.set_server_metadata("issuer", json!(issuer));
         let home = TempHome::new("issuer");
-        let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+        let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
         assert!(
             matches!(&error, AuthError::IssuerMismatch { context, found: Some(f), .. }
                 if *context == "authorization-server metadata" && *f == mcpvisor::auth::display_url(&issuer)),
@@ -169,7 +159,7 @@ async fn metadata_naming_another_issuer_is_refused() {
     let auth = AuthServer::start(ClientKind::Public).await;
     auth.set_server_metadata("issuer", Value::Null);
     let home = TempHome::new("no-issuer");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
     assert!(
         matches!(error, AuthError::IssuerMismatch { found: None, .. }),
         "{error:?}"
@@ -204,7 +194,7 @@ async fn plain_http_authorization_servers_and_endpoints_off_loopback_are_refused
             auth.set_server_metadata(field, value);
         }
         let home = TempHome::new("https");
-        let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+        let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
         assert!(
             matches!(&error, AuthError::InsecureEndpoint { what: w, url } if *w == what && url.starts_with("http://as.example.com/")),
             "{field}: {error:?}"
@@ -219,7 +209,7 @@ async fn login_needs_pkce_s256_in_the_metadata() {
         let auth = AuthServer::start(ClientKind::Public).await;
         auth.set_server_metadata("code_challenge_methods_supported", methods.clone());
         let home = TempHome::new("pkce");
-        let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+        let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
         assert!(
             matches!(error, AuthError::PkceUnsupported { .. }),
             "{methods}: {error:?}"
@@ -244,12 +234,12 @@ async fn the_callback_issuer_is_checked_where_the_server_advertises_it() {
     };
     // Advertised but missing.
     let home = TempHome::new("iss-missing");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
     assert!(refused(None)(&error), "{error:?}");
     // Another issuer's response (a mix-up).
     auth.set_callback_params(&[("iss", "http://127.0.0.1:1")]);
     let home = TempHome::new("iss-other");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
     assert!(refused(Some("http://127.0.0.1:1/"))(&error), "{error:?}");
     assert_eq!(auth.counts().code_exchanges, 0, "no code was exchanged");
     // The right one.
@@ -263,7 +253,7 @@ async fn the_callback_issuer_is_checked_where_the_server_advertises_it() {
     let auth = AuthServer::start(ClientKind::Public).await;
     auth.set_callback_params(&[("iss", "http://127.0.0.1:1")]);
     let home = TempHome::new("iss-unadvertised");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
     assert!(refused(Some("http://127.0.0.1:1/"))(&error), "{error:?}");
 }
 
@@ -281,7 +271,7 @@ async fn without_resource_metadata_the_server_origin_is_the_issuer() {
     let witness = Witness::start().await;
     auth.set_server_metadata("issuer", json!(witness.base));
     let home = TempHome::new("legacy-other-issuer");
-    let error = login_error(&oauth("notes", &auth.mcp_url(), &home.0)).await;
+    let error = failed_login(&oauth("notes", &auth.mcp_url(), &home.0)).await;
     assert!(
         matches!(error, AuthError::IssuerMismatch { .. }),
         "{error:?}"
@@ -321,7 +311,7 @@ async fn a_resource_mismatch_is_reported_without_queries() {
     );
     let home = TempHome::new("mismatch");
     let url = format!("{}?api_key=q-secret-6", auth.mcp_url());
-    let error = login_error(&oauth("notes", &url, &home.0)).await;
+    let error = failed_login(&oauth("notes", &url, &home.0)).await;
     let AuthError::ResourceMismatch { expected, found } = &error else {
         panic!("expected a resource mismatch, got {error:?}");
     };

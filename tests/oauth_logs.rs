@@ -9,11 +9,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpvisor::auth::{HeadlessDriver, OAuth};
+use mcpvisor::auth::OAuth;
 use mcpvisor::transports::HttpSpec;
 use mcpvisor::{Host, HostEvent, SecretString, ServerSpec};
 use serde_json::json;
-use support::auth_server::client::{TempHome, http, oauth_config};
+use support::auth_server::client::{TempHome, http, login_expiring_in, oauth_config};
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, drain, fast_options, next_ready, wait_for};
 
@@ -46,12 +46,7 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
     let home = TempHome::new("logs");
     let config = oauth_config("notes", &auth.mcp_url(), &home.0);
     let notes = Arc::new(OAuth::new(config.clone()).unwrap());
-    auth.set_access_ttl(30);
-    notes
-        .login(&http(), &HeadlessDriver::new().unwrap())
-        .await
-        .unwrap();
-    auth.set_access_ttl(3600);
+    login_expiring_in(&auth, &notes, 30).await;
 
     let spec = ServerSpec::http(
         "notes",

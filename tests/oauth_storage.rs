@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -14,8 +13,8 @@ use std::time::Duration;
 use mcpvisor::ServerState;
 use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
 use support::auth_server::client::{
-    TempHome, expires_at, http, login, oauth, oauth_config, protected, start_host, state_of,
-    unix_now,
+    TempHome, expires_at, file_mode, http, login, login_expiring_in, notes_server, oauth,
+    oauth_config, protected, start_host, token_dir_names, unix_now, wait_login_required,
 };
 use support::auth_server::{AuthServer, ClientKind};
 use support::eventually;
@@ -55,13 +54,9 @@ async fn refresh_child_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_refreshing_at_once_make_one_refresh() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("processes");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
-    auth.set_access_ttl(30);
-    login(&notes).await;
+    let (auth, home, notes) = notes_server(ClientKind::Public, "processes").await;
+    login_expiring_in(&auth, &notes, 30).await;
     let expiring = auth.access_tokens()[0].clone();
-    auth.set_access_ttl(3600);
     // Long enough that the second process asks while the first one's refresh is out.
     auth.set_refresh_delay(Duration::from_millis(400));
 
@@ -120,9 +115,7 @@ async fn two_tasks_refreshing_at_once_make_one_refresh() {
     let auth = AuthServer::start(ClientKind::Public).await;
     let home = TempHome::new("tasks");
     let first = oauth("notes", &auth.mcp_url(), &home.0);
-    auth.set_access_ttl(30);
-    login(&first).await;
-    auth.set_access_ttl(3600);
+    login_expiring_in(&auth, &first, 30).await;
     auth.set_refresh_delay(Duration::from_millis(400));
     // Another facade for the same server and file, as a second host in this process would have.
     let second = oauth("notes", &auth.mcp_url(), &home.0);
@@ -147,32 +140,23 @@ async fn two_tasks_refreshing_at_once_make_one_refresh() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_files_are_private_and_replaced_without_leftovers() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("modes");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, home, notes) = notes_server(ClientKind::Public, "modes").await;
     let dir = home.0.join("oauth");
     assert!(!dir.exists());
-    auth.set_access_ttl(30);
-    login(&notes).await;
-    auth.set_access_ttl(3600);
+    login_expiring_in(&auth, &notes, 30).await;
     // A refresh replaces the file written by the login.
     notes.bearer(&http()).await.unwrap();
     assert_eq!(auth.counts().refresh_requests, 1);
 
-    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(file_mode(&dir), 0o700);
     assert_eq!(notes.token_path().parent(), Some(dir.as_path()));
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = token_dir_names(&home.0);
     // The token file and its lock: no temporary file left by either write.
     let token_file = notes.token_path();
     let stem = token_file.file_stem().unwrap().to_string_lossy();
     assert_eq!(names, [format!("{stem}.json"), format!("{stem}.lock")]);
     for name in &names {
-        assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+        assert_eq!(file_mode(&dir.join(name)), 0o600, "{name}");
     }
     let stored = std::fs::read_to_string(&token_file).unwrap();
     assert!(stored.contains(&auth.access_tokens()[1]));
@@ -206,16 +190,7 @@ async fn a_token_file_corrupted_by_hand_is_reported_and_never_reset() {
     assert!(corrupt(&error), "{error:?}");
 
     let (host, _events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
-    assert!(
-        eventually(Duration::from_secs(20), || matches!(
-            state_of(&host, "notes"),
-            ServerState::LoginRequired { .. }
-        ))
-        .await,
-        "state: {:?}",
-        state_of(&host, "notes")
-    );
-    let ServerState::LoginRequired { reason } = state_of(&host, "notes") else {
+    let ServerState::LoginRequired { reason } = wait_login_required(&host, "notes").await else {
         unreachable!()
     };
     assert!(reason.contains("corrupt"), "{reason}");

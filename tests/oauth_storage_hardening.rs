@@ -9,7 +9,6 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,21 +19,12 @@ use mcpvisor::auth::{
 use reqwest::Url;
 use serde_json::json;
 use support::auth_server::client::{
-    TempHome, expires_at, http, login, oauth, oauth_config, protected, start_host, unix_now,
+    TempHome, expires_at, file_mode, http, login, notes_server, oauth, oauth_config, protected,
+    start_host, token_dir_names, unix_now,
 };
 use support::auth_server::{AuthServer, ClientKind};
 use support::{call, next_ready};
 use tokio::io::AsyncWriteExt;
-
-/// The names of the files in `<home>/oauth/`, sorted.
-fn token_dir_names(home: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(home.join("oauth"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_with_a_trailing_slash_is_saved_locked_and_found_under_one_key() {
@@ -88,16 +78,13 @@ async fn a_token_directory_open_to_others_is_closed_to_0700() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let notes = oauth("notes", &auth.mcp_url(), &home.0);
     login(&notes).await;
-    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700);
+    assert_eq!(file_mode(&dir), 0o700);
     assert!(matches!(notes.state().unwrap(), AuthState::LoggedIn { .. }));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlink_planted_as_the_token_file_is_refused_and_its_target_untouched() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("token-link");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (_auth, home, notes) = notes_server(ClientKind::Public, "token-link").await;
     let outside = home.0.join("outside.json");
     let original = b"{\"not\": \"a token file\"}\n";
     std::fs::write(&outside, original).unwrap();
@@ -126,9 +113,7 @@ async fn a_symlink_planted_as_the_token_file_is_refused_and_its_target_untouched
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlink_planted_as_the_lock_file_is_refused_and_creates_nothing() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("lock-link");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, home, notes) = notes_server(ClientKind::Public, "lock-link").await;
     let target = home.0.join("created-through-the-link");
     std::fs::create_dir(home.0.join("oauth")).unwrap();
     std::fs::set_permissions(home.0.join("oauth"), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -177,9 +162,7 @@ async fn a_configured_client_secret_stays_out_of_the_token_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_expires_in_saturates() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("huge-expiry");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "huge-expiry").await;
     auth.set_access_ttl(u64::MAX);
     login(&notes).await;
     assert_eq!(expires_at(&notes), u64::MAX);
@@ -254,9 +237,7 @@ impl AuthorizationDriver for Relay {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_characters_in_a_callback_error_are_escaped() {
-    let auth = AuthServer::start(ClientKind::Public).await;
-    let home = TempHome::new("callback-error");
-    let notes = oauth("notes", &auth.mcp_url(), &home.0);
+    let (auth, _home, notes) = notes_server(ClientKind::Public, "callback-error").await;
     let browser = BrowserDriver::bind(0, Duration::from_secs(60))
         .await
         .unwrap()

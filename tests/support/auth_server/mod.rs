@@ -43,6 +43,9 @@ use tokio::task::{JoinHandle, JoinSet};
 /// The protected MCP endpoints, as paths on the server's origin.
 pub const RESOURCE_PATHS: [&str; 2] = ["/mcp", "/alt/mcp"];
 
+/// How long access tokens live (seconds) unless the test says otherwise.
+pub const ACCESS_TTL: u64 = 3600;
+
 /// How clients authenticate at the token endpoint, as the metadata advertises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientKind {
@@ -100,7 +103,7 @@ impl AuthServer {
         let shared = Arc::new(Shared {
             base: base.clone(),
             kind,
-            access_ttl: Mutex::new(3600),
+            access_ttl: Mutex::new(ACCESS_TTL),
             refresh_delay: Mutex::new(Duration::ZERO),
             token_outage: Mutex::new(false),
             resource_suffix: Mutex::new(String::new()),
