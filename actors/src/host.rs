@@ -16,10 +16,11 @@ use tokio::sync::{broadcast, oneshot};
 use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{Answer, CallLane};
+use crate::messages::SupervisorMsg;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::routes::{RouteSnapshot, RouteTable};
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
-use crate::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
+use crate::supervisor::{SupervisorActor, SupervisorArgs};
 
 /// A running supervisor and everything a host needs to use it.
 ///

@@ -32,9 +32,8 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::error::CallError;
+use crate::messages::{ServerMsg, TransportMsg};
 use crate::options::ProgressCallback;
-use crate::server::ServerMsg;
-use crate::transport::TransportMsg;
 
 type Reply = oneshot::Sender<Result<CallToolResult, CallError>>;
 /// The answer to one call, as the caller waits for it.

@@ -19,6 +19,7 @@ pub mod error;
 pub mod events;
 mod host;
 mod lane;
+mod messages;
 pub mod options;
 mod registry;
 pub mod restart;

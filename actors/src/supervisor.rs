@@ -14,47 +14,16 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
-use tokio::sync::oneshot;
 
 use crate::context::HostContext;
 use crate::events::{EventBus, HostEvent};
+use crate::messages::{ServerMsg, SupervisorMsg};
 use crate::options::{ServerSpec, SupervisorOptions};
 use crate::registry::{RegistryActor, RegistryArgs, RegistryMsg};
 use crate::restart::{RestartDecision, RestartTracker};
 use crate::routes::RouteSnapshot;
-use crate::server::{ServerActor, ServerArgs, ServerMsg};
+use crate::server::{ServerActor, ServerArgs};
 use crate::status::{ServerId, ServerState, StatusBoard};
-
-pub(crate) enum SupervisorMsg {
-    /// A server finished its first tools/list: its backoff starts over.
-    ServerReady {
-        id: ServerId,
-    },
-    /// A server is stopping because it cannot be authorized: no restart until asked.
-    LoginRequired {
-        id: ServerId,
-        /// The stopping actor (a newer one of the same slot is not meant).
-        actor: ActorId,
-        reason: String,
-    },
-    /// A backoff elapsed; `generation` guards against a restart that was superseded.
-    Restart {
-        id: ServerId,
-        generation: u64,
-    },
-    /// A host asks to bring back servers of this name that are down or failed.
-    RestartServer {
-        name: String,
-        reply: oneshot::Sender<Result<usize, String>>,
-    },
-    Shutdown {
-        reply: Option<oneshot::Sender<()>>,
-    },
-    /// The registry stopped unexpectedly: start another.
-    RestartRegistry {
-        reason: String,
-    },
-}
 
 pub(crate) struct SupervisorArgs {
     pub(crate) specs: Vec<(ServerId, ServerSpec)>,

@@ -9,23 +9,14 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mcpvisor_protocol::{Incoming, RequestId};
+use mcpvisor_protocol::Incoming;
 use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 
 use crate::error::CallError;
 use crate::lane::CallLane;
-use crate::server::ServerMsg;
-
-pub(crate) enum TransportMsg {
-    /// One serialised JSON-RPC message.
-    Send(Outbound),
-    /// The handshake is complete: open what waits for it (the HTTP GET stream).
-    Ready,
-    /// The caller gave up on this request: stop waiting for its answer.
-    Abandon(RequestId),
-}
+use crate::messages::{ServerMsg, TransportMsg};
 
 /// The connection a transport actor owns.
 pub(crate) enum Transport {

@@ -17,17 +17,15 @@ use tokio::task::JoinHandle;
 
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
-use super::ServerMsg;
 use super::malformed::MalformedCount;
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError};
 use crate::events::HostEvent;
 use crate::lane::CallLane;
+use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
 use crate::options::ServerSpec;
 use crate::registry::{RegistryMsg, ToolsReport};
 use crate::status::{ServerId, ServerState};
-use crate::supervisor::SupervisorMsg;
-use crate::transport::TransportMsg;
 
 /// What the session's own requests are for (calls go through the lane).
 pub(crate) enum Pending {

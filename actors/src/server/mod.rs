@@ -17,40 +17,20 @@ use std::time::Duration;
 
 use std::sync::atomic::AtomicI64;
 
-use mcpvisor_transports::{HttpTransport, StdioTransport, TransportError, TransportEvent};
+use mcpvisor_transports::{HttpTransport, StdioTransport};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::context::HostContext;
 use crate::error::ConnectionError;
 use crate::lane::{CallLane, LaneWriter};
+use crate::messages::ServerMsg;
 use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
 use crate::transport::{InboundSink, Transport, TransportActor};
 pub(crate) use connection::Connection;
 
 /// Messages of the server actor.
-pub(crate) enum ServerMsg {
-    /// A call's deadline passed while it waited: the connection is ended unless
-    /// its answer arrived since.
-    CallTimedOut { id: i64, after: Duration },
-    /// Writing to the server failed. The connection ends after a grace period
-    /// (`confirmed`), so the reader's report of the exit, which says more, can
-    /// come first.
-    WriteFailed {
-        error: TransportError,
-        confirmed: bool,
-    },
-    /// Something arrived on the transport; the permit bounds the backlog.
-    Inbound(TransportEvent, OwnedSemaphorePermit),
-    /// Startup (initialize + first tools/list) took too long.
-    StartupTimeout,
-    /// A re-list after `tools/list_changed` took too long.
-    ListTimedOut { generation: u64 },
-    /// The registry was restarted: report the tools to it again.
-    ReportAgain,
-}
-
 pub(crate) struct ServerArgs {
     pub(crate) id: ServerId,
     pub(crate) spec: Arc<ServerSpec>,

@@ -1,0 +1,76 @@
+//! The messages of the supervision tree's actors, below every actor: an actor
+//! file imports the messages of the actors it talks to from here, never the
+//! actor itself, so the files depend on each other one way.
+
+use std::time::Duration;
+
+use mcpvisor_protocol::RequestId;
+use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
+use ractor::ActorId;
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
+
+use crate::status::ServerId;
+
+/// To a server actor (one connection).
+pub(crate) enum ServerMsg {
+    /// A call's deadline passed while it waited: the connection is ended unless
+    /// its answer arrived since.
+    CallTimedOut { id: i64, after: Duration },
+    /// Writing to the server failed. The connection ends after a grace period
+    /// (`confirmed`), so the reader's report of the exit, which says more, can
+    /// come first.
+    WriteFailed {
+        error: TransportError,
+        confirmed: bool,
+    },
+    /// Something arrived on the transport; the permit bounds the backlog.
+    Inbound(TransportEvent, OwnedSemaphorePermit),
+    /// Startup (initialize + first tools/list) took too long.
+    StartupTimeout,
+    /// A re-list after `tools/list_changed` took too long.
+    ListTimedOut { generation: u64 },
+    /// The registry was restarted: report the tools to it again.
+    ReportAgain,
+}
+
+/// To a transport actor (the server's process or HTTP client).
+pub(crate) enum TransportMsg {
+    /// One serialised JSON-RPC message.
+    Send(Outbound),
+    /// The handshake is complete: open what waits for it (the HTTP GET stream).
+    Ready,
+    /// The caller gave up on this request: stop waiting for its answer.
+    Abandon(RequestId),
+}
+
+/// To the supervisor.
+pub(crate) enum SupervisorMsg {
+    /// A server finished its first tools/list: its backoff starts over.
+    ServerReady {
+        id: ServerId,
+    },
+    /// A server is stopping because it cannot be authorized: no restart until asked.
+    LoginRequired {
+        id: ServerId,
+        /// The stopping actor (a newer one of the same slot is not meant).
+        actor: ActorId,
+        reason: String,
+    },
+    /// A backoff elapsed; `generation` guards against a restart that was superseded.
+    Restart {
+        id: ServerId,
+        generation: u64,
+    },
+    /// A host asks to bring back servers of this name that are down or failed.
+    RestartServer {
+        name: String,
+        reply: oneshot::Sender<Result<usize, String>>,
+    },
+    Shutdown {
+        reply: Option<oneshot::Sender<()>>,
+    },
+    /// The registry stopped unexpectedly: start another.
+    RestartRegistry {
+        reason: String,
+    },
+}
