@@ -1,20 +1,22 @@
 //! OAuth against an in-process authorization server and the MCP servers it
 //! protects (tests/support/auth_server), through hosts: a login with registration
 //! whose tokens serve only their URL, refresh before expiry and after a `401`, a
-//! revoked refresh token (login required, no restart loop), and an unreachable
-//! token endpoint (the login is kept). The token files: tests/oauth_storage.rs.
+//! revoked refresh token (login required, no restart loop), an unreachable
+//! token endpoint (the login is kept), and the client credentials grant (no
+//! login, and the grant again after a `401`). The token files: tests/oauth_storage.rs.
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::auth::{AuthError, AuthState, AuthorizationDriver, HeadlessDriver};
+use mcpvisor::auth::{AuthError, AuthState, AuthorizationDriver, Grant, HeadlessDriver, OAuth};
 use mcpvisor::transports::TransportError;
-use mcpvisor::{CallError, Host, HostEvent, ServerState};
+use mcpvisor::{CallError, Host, HostEvent, SecretString, ServerState};
 use serde_json::json;
 use support::auth_server::client::{
-    Events, expires_at, http, login, login_expiring_in, notes_server, oauth, protected, start_host,
-    state_of, unix_now, wait_login_required,
+    Events, TempHome, expires_at, http, login, login_expiring_in, notes_server, oauth,
+    oauth_config, protected, start_host, state_of, unix_now, wait_login_required,
 };
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, drain, next_ready, wait_for};
@@ -390,5 +392,65 @@ async fn a_server_started_during_a_token_endpoint_outage_retries_without_a_login
     assert_eq!(r.text(), "recovered");
     assert_eq!(auth.counts().refresh_refusals, 0);
     assert_eq!(auth.counts().code_exchanges, 1, "no second login");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_need_no_login_and_are_granted_again_after_a_401() {
+    let auth = AuthServer::start(ClientKind::Confidential).await;
+    let home = TempHome::new("client-credentials");
+    let secret = "cs-agent-q-secret-8";
+    auth.preregister("agent", Some(secret), "http://127.0.0.1:1/unused");
+    let mut config = oauth_config("notes", &auth.mcp_url(), &home.0);
+    config.grant = Grant::ClientSecret;
+    config.client_id = Some("agent".into());
+    config.client_secret = Some(SecretString::new(secret));
+    let notes = Arc::new(OAuth::new(config).unwrap());
+    assert_eq!(notes.state().unwrap(), AuthState::LoggedOut);
+
+    // No login: the first request's bearer token comes from the grant.
+    let (host, mut events) = start_host(protected("notes", &auth.mcp_url(), &notes)).await;
+    next_ready(&mut events).await;
+    let r = call(&host, "mcp__notes__echo", json!({"text": "unattended"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "unattended");
+    let counts = auth.counts();
+    assert_eq!(
+        (
+            counts.client_credentials_grants,
+            counts.registrations,
+            counts.authorizations
+        ),
+        (1, 0, 0)
+    );
+    let first = auth.access_tokens()[0].clone();
+    assert_eq!(auth.token_requests()[0]["resource"], auth.mcp_url());
+    assert!(matches!(
+        notes.state().unwrap(),
+        AuthState::LoggedIn {
+            refreshable: false,
+            ..
+        }
+    ));
+    let stored = std::fs::read_to_string(notes.token_path()).unwrap();
+    assert!(!stored.contains(secret), "the configured secret stays out");
+
+    // Refused: nothing to refresh, so the grant runs again and the call succeeds.
+    auth.reject_access_tokens();
+    let r = call(&host, "mcp__notes__echo", json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "again");
+    assert_eq!(auth.counts().client_credentials_grants, 2);
+    assert_eq!(auth.counts().refresh_requests, 0);
+    let second = auth.access_tokens()[1].clone();
+    assert_ne!(second, first);
+    assert!(
+        std::fs::read_to_string(notes.token_path())
+            .unwrap()
+            .contains(&second)
+    );
+    assert_eq!(state_of(&host, "notes"), ServerState::Ready);
     host.shutdown().await;
 }

@@ -27,7 +27,7 @@ pub(super) async fn metadata(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "token_endpoint": format!("{base}/token"),
         "registration_endpoint": format!("{base}/register"),
         "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": methods,
         "scopes_supported": ["notes"],
@@ -129,7 +129,9 @@ pub(super) async fn authorize(
     (StatusCode::FOUND, [(header::LOCATION, back.to_string())]).into_response()
 }
 
-/// The token endpoint: `authorization_code` (with PKCE) and `refresh_token` (rotating).
+/// The token endpoint: `authorization_code` (with PKCE), `refresh_token`
+/// (rotating) and `client_credentials` (a client with a secret; no refresh
+/// token, as RFC 6749 §4.4.3 advises).
 pub(super) async fn token(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -191,12 +193,15 @@ pub(super) async fn token(
             let g = &state.refresh[&param("refresh_token")];
             (g.resource.clone(), g.scope.clone())
         }
+        "client_credentials" if state.clients[&client_id].secret.is_some() => {
+            state.counts.client_credentials_grants += 1;
+            (param("resource"), form.get("scope").cloned())
+        }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
     };
     let ttl = *lock(&shared.access_ttl);
-    let (access, refresh) = (random_value("at"), random_value("rt"));
+    let access = random_value("at");
     state.issued_access.push(access.clone());
-    state.issued_refresh.push(refresh.clone());
     state.access.insert(
         access.clone(),
         AccessGrant {
@@ -208,22 +213,26 @@ pub(super) async fn token(
             rejected: false,
         },
     );
-    state.refresh.insert(
-        refresh.clone(),
-        RefreshGrant {
-            client_id,
-            resource,
-            scope: scope.clone(),
-            used: false,
-            revoked: false,
-        },
-    );
     let mut answer = json!({
         "access_token": access,
         "token_type": "Bearer",
         "expires_in": ttl,
-        "refresh_token": refresh,
     });
+    if grant_type != "client_credentials" {
+        let refresh = random_value("rt");
+        state.issued_refresh.push(refresh.clone());
+        state.refresh.insert(
+            refresh.clone(),
+            RefreshGrant {
+                client_id,
+                resource,
+                scope: scope.clone(),
+                used: false,
+                revoked: false,
+            },
+        );
+        answer["refresh_token"] = json!(refresh);
+    }
     if let Some(scope) = scope {
         answer["scope"] = json!(scope);
     }

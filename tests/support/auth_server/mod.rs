@@ -4,9 +4,10 @@
 //! The authorization server serves RFC 8414 metadata, dynamic client registration
 //! (RFC 7591), `/authorize` (no person: a 302 straight back to the registered
 //! `redirect_uri` with `code` and `state`, so a headless driver completes it) and
-//! `/token` (the authorization code with its PKCE S256 verifier checked, and
-//! refresh tokens that are rotated: each is good for one refresh). Tokens are bound
-//! to the RFC 8707 `resource` they were asked for.
+//! `/token` (the authorization code with its PKCE S256 verifier checked,
+//! refresh tokens that are rotated: each is good for one refresh, and client
+//! credentials for a client with a secret). Tokens are bound to the RFC 8707
+//! `resource` they were asked for.
 //!
 //! Two protected MCP endpoints, `/mcp` and `/alt/mcp`, each with RFC 9728 metadata,
 //! answer JSON-RPC with plain JSON and accept only unexpired tokens issued for
@@ -68,6 +69,8 @@ pub struct Counts {
     pub refresh_refusals: u64,
     /// Every request to `/token`, answered or not.
     pub token_requests: u64,
+    /// `client_credentials` grants that issued tokens.
+    pub client_credentials_grants: u64,
 }
 
 /// One request to a protected MCP endpoint.
