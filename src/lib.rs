@@ -29,9 +29,9 @@ pub mod project;
 pub mod settings;
 
 pub use mcpvisor_actors::{
-    CallCanceller, CallError, CallOptions, ConnectionError, Host, HostEvent, PendingCall,
-    ProgressCallback, RestartPolicy, ServerId, ServerSpec, ServerState, ServerStatus, StartError,
-    SupervisorOptions, TransportSpec,
+    CallCanceller, CallError, CallOptions, ConnectionError, DownReason, Host, HostEvent,
+    PendingCall, ProgressCallback, RestartPolicy, ServerId, ServerSpec, ServerState, ServerStatus,
+    StartError, SupervisorOptions, TransportSpec,
 };
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
 pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};

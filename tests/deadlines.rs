@@ -27,7 +27,7 @@ async fn a_timeout_fires_while_the_caller_is_not_polling() {
     let HostEvent::ServerRestarting { reason, .. } = restarted else {
         unreachable!()
     };
-    assert!(reason.contains("timed out"), "{reason}");
+    assert!(reason.to_string().contains("timed out"), "{reason}");
     match pending.await {
         Err(CallError::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(300)),
         other => panic!("expected the call's own timeout, got {other:?}"),

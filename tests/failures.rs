@@ -197,7 +197,15 @@ async fn restart_intensity_limit_marks_failed_until_asked_again() {
     let HostEvent::ServerFailed { reason, .. } = failed else {
         unreachable!()
     };
-    assert!(reason.contains("exit code 4"), "{reason}");
+    assert!(reason.to_string().contains("exit code 4"), "{reason}");
+    // The reason is typed: the process exited, with its status.
+    match &*reason {
+        mcpvisor::ConnectionError::Transport(mcpvisor::transports::TransportError::Exited {
+            status,
+            ..
+        }) => assert_eq!(status.code(), Some(4)),
+        other => panic!("expected the exit as the reason, got {other:?}"),
+    }
     assert!(matches!(
         host.servers()[0].state,
         ServerState::Failed { .. }
@@ -232,7 +240,10 @@ async fn startup_timeout_when_initialize_is_never_answered() {
     let HostEvent::ServerRestarting { reason, .. } = restarting else {
         unreachable!()
     };
-    assert!(reason.contains("startup did not finish"), "{reason}");
+    assert!(
+        reason.to_string().contains("startup did not finish"),
+        "{reason}"
+    );
     wait_for(&mut events, Duration::from_secs(10), |e| {
         matches!(e, HostEvent::ServerFailed { .. })
     })
@@ -277,7 +288,7 @@ exec sleep 1000
     );
     wait_for(&mut events, Duration::from_secs(15), |e| {
         matches!(e, HostEvent::ServerRestarting { server, reason, .. }
-            if &**server == "deaf" && reason.contains("writing to the server failed"))
+            if &**server == "deaf" && reason.to_string().contains("writing to the server failed"))
     })
     .await;
     next_ready(&mut events).await;

@@ -75,10 +75,10 @@ fn http_spec(name: &str, url: String, headers: Vec<(String, SecretString)>) -> S
     )
 }
 
-fn reason(e: &HostEvent) -> Option<&str> {
+fn reason(e: &HostEvent) -> Option<String> {
     match e {
         HostEvent::ServerRestarting { reason, .. } | HostEvent::ServerFailed { reason, .. } => {
-            Some(reason)
+            Some(reason.to_string())
         }
         _ => None,
     }

@@ -12,7 +12,7 @@ use support::{demo, fast_options, rss_kib, wait_for};
 fn failure_reason(e: &HostEvent) -> Option<String> {
     match e {
         HostEvent::ServerRestarting { reason, .. } | HostEvent::ServerFailed { reason, .. } => {
-            Some(reason.clone())
+            Some(reason.to_string())
         }
         _ => None,
     }

@@ -256,7 +256,10 @@ async fn a_revoked_refresh_token_means_login_required_without_a_restart_loop() {
         unreachable!()
     };
     assert_eq!(&*server, "notes");
-    assert!(reason.contains("mcpvisor login notes"), "{reason}");
+    assert!(
+        reason.to_string().contains("mcpvisor login notes"),
+        "{reason}"
+    );
     assert_eq!(auth.counts().refresh_requests, 1);
     assert_eq!(auth.counts().refresh_refusals, 1);
     assert_no_restart_loop(&host, &mut events, &auth).await;
@@ -297,7 +300,10 @@ async fn a_revoked_refresh_token_at_startup_waits_for_a_login() {
         unreachable!()
     };
     assert_eq!(&*server, "notes");
-    assert!(reason.contains("mcpvisor login notes"), "{reason}");
+    assert!(
+        reason.to_string().contains("mcpvisor login notes"),
+        "{reason}"
+    );
     assert_eq!(
         state_of(&host, "notes"),
         ServerState::LoginRequired { reason }
@@ -379,7 +385,7 @@ async fn a_server_started_during_a_token_endpoint_outage_retries_without_a_login
     })
     .await;
     assert!(
-        matches!(&event, HostEvent::ServerRestarting { reason, .. } if reason.contains("token request failed")),
+        matches!(&event, HostEvent::ServerRestarting { reason, .. } if reason.to_string().contains("token request failed")),
         "{event:?}"
     );
     assert!(notes.token_path().exists());

@@ -193,7 +193,7 @@ async fn a_token_file_corrupted_by_hand_is_reported_and_never_reset() {
     let ServerState::LoginRequired { reason } = wait_login_required(&host, "notes").await else {
         unreachable!()
     };
-    assert!(reason.contains("corrupt"), "{reason}");
+    assert!(reason.to_string().contains("corrupt"), "{reason}");
     host.shutdown().await;
 
     assert_eq!(std::fs::read_to_string(&path).unwrap(), garbage);

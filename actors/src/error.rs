@@ -85,7 +85,18 @@ pub enum CallError {
     /// The supervisor has shut down.
     #[error("mcpvisor has shut down")]
     Shutdown,
+    /// No server has this name (from [`crate::Host::restart`]).
+    #[error("no server is named `{0}`")]
+    UnknownServer(String),
 }
+
+/// Why a server went down, as events and statuses carry it: shared, typed,
+/// and displayed as a sentence.
+pub type DownReason = Arc<ConnectionError>;
+
+/// Where a connection's actor records why it ends, for the supervisor to read
+/// once the actor has stopped (the stop itself carries only text).
+pub(crate) type FailureCell = Arc<parking_lot::Mutex<Option<ConnectionError>>>;
 
 impl CallError {
     /// True for [`CallError::Timeout`] and [`CallError::ConnectionTimedOut`].
@@ -116,6 +127,14 @@ pub enum ConnectionError {
     /// The server broke the protocol in a way the connection cannot survive.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// An actor of the connection (the server's or its transport's) failed or
+    /// could not start.
+    #[error("the connection's actor failed: {0}")]
+    ActorFailed(String),
+    /// The connection stopped without a failure of its own being recorded
+    /// (an actor stopped from outside).
+    #[error("the connection stopped: {0}")]
+    Stopped(String),
     /// A listing passed its bounds (pages, entries, bytes, cursors).
     #[error("server `{server}` sent a tools/list that was refused: {error}")]
     Listing {

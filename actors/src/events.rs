@@ -8,6 +8,8 @@ use mcpvisor_protocol::QualifiedMcpToolName;
 use mcpvisor_protocol::messages::{LogMessageParams, ProgressParams};
 use tokio::sync::broadcast;
 
+use crate::error::DownReason;
+
 /// Something that happened to a server or to the routes.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -37,14 +39,14 @@ pub enum HostEvent {
         /// Delay before the restart.
         backoff: Duration,
         /// Why the connection ended.
-        reason: String,
+        reason: DownReason,
     },
     /// The server failed too often and stays down until a host restarts it.
     ServerFailed {
         /// Which server.
         server: Arc<str>,
         /// Why it last failed.
-        reason: String,
+        reason: DownReason,
     },
     /// The server cannot be authorized without a person: run `mcpvisor login <name>`,
     /// then restart it. It is not restarted meanwhile.
@@ -52,7 +54,7 @@ pub enum HostEvent {
         /// Which server.
         server: Arc<str>,
         /// Why.
-        reason: String,
+        reason: DownReason,
     },
     /// The server was stopped on purpose.
     ServerStopped {
@@ -164,7 +166,9 @@ impl fmt::Display for HostEvent {
             HostEvent::SessionRenewed { server } => {
                 format!("{server}: HTTP session expired; a new one was opened")
             }
-            HostEvent::LoginRequired { reason, .. } => reason.clone(),
+            HostEvent::LoginRequired { server, reason } => {
+                format!("{server}: login required: {reason}")
+            }
             HostEvent::EventsLost { count } => format!("({count} events missed)"),
             HostEvent::RegistryRestarted { reason } => {
                 format!("route registry restarted ({reason}); servers report again")

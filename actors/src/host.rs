@@ -189,13 +189,7 @@ impl Host {
                 reply,
             })
             .map_err(|_| CallError::Shutdown)?;
-        match rx.await {
-            Ok(Ok(n)) => Ok(n),
-            Ok(Err(_)) => Err(CallError::ServerUnavailable {
-                server: Arc::from(name),
-            }),
-            Err(_) => Err(CallError::Shutdown),
-        }
+        rx.await.unwrap_or(Err(CallError::Shutdown))
     }
 
     /// Stops every server (closing stdin, then SIGTERM and SIGKILL to each process

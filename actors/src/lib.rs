@@ -29,7 +29,7 @@ pub mod status;
 mod supervisor;
 mod transport;
 
-pub use error::{CallError, ConnectionError, StartError};
+pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;
 pub use host::{CallCanceller, Host, PendingCall};
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};

@@ -54,7 +54,7 @@ pub(crate) enum SupervisorMsg {
         id: ServerId,
         /// The stopping actor (a newer one of the same slot is not meant).
         actor: ActorId,
-        reason: String,
+        reason: crate::error::DownReason,
     },
     /// A backoff elapsed; `generation` guards against a restart that was superseded.
     Restart {
@@ -64,7 +64,7 @@ pub(crate) enum SupervisorMsg {
     /// A host asks to bring back servers of this name that are down or failed.
     RestartServer {
         name: String,
-        reply: oneshot::Sender<Result<usize, String>>,
+        reply: oneshot::Sender<Result<usize, crate::error::CallError>>,
     },
     Shutdown {
         reply: Option<oneshot::Sender<()>>,

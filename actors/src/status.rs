@@ -6,14 +6,17 @@ use std::time::Duration;
 
 use mcpvisor_protocol::messages::InitializeResult;
 use parking_lot::RwLock;
+
+use crate::error::DownReason;
 use tokio::sync::watch;
 
 /// Identifies one supervised server (names may repeat; ids never do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ServerId(pub u64);
 
-/// Where a server stands.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a server stands. Two states are equal when they are the same state
+/// for the same reason (reasons compare by what they say).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ServerState {
     /// Connecting, initializing, listing tools.
@@ -30,21 +33,48 @@ pub enum ServerState {
         /// Delay before the restart.
         backoff: Duration,
         /// Why it went down.
-        reason: String,
+        reason: DownReason,
     },
     /// Down until a host restarts it.
     Failed {
         /// Why it last failed.
-        reason: String,
+        reason: DownReason,
     },
     /// Cannot be authorized without a person (`mcpvisor login <name>`); not restarted
     /// until a host asks again.
     LoginRequired {
         /// Why.
-        reason: String,
+        reason: DownReason,
     },
     /// Stopped on purpose.
     Stopped,
+}
+
+impl PartialEq for ServerState {
+    fn eq(&self, other: &Self) -> bool {
+        use ServerState::*;
+        let same =
+            |a: &DownReason, b: &DownReason| Arc::ptr_eq(a, b) || a.to_string() == b.to_string();
+        match (self, other) {
+            (Starting { attempt: a }, Starting { attempt: b }) => a == b,
+            (Ready, Ready) | (Stopped, Stopped) => true,
+            (
+                Restarting {
+                    attempt: a,
+                    backoff: x,
+                    reason: r,
+                },
+                Restarting {
+                    attempt: b,
+                    backoff: y,
+                    reason: s,
+                },
+            ) => a == b && x == y && same(r, s),
+            (Failed { reason: r }, Failed { reason: s })
+            | (LoginRequired { reason: r }, LoginRequired { reason: s }) => same(r, s),
+            _ => false,
+        }
+    }
 }
 
 impl ServerState {

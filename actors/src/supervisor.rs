@@ -16,6 +16,7 @@ use futures::future::join_all;
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use crate::context::HostContext;
+use crate::error::{CallError, ConnectionError, DownReason, FailureCell};
 use crate::events::{EventBus, HostEvent};
 use crate::messages::{ServerMsg, SupervisorMsg};
 use crate::options::{ServerSpec, SupervisorOptions};
@@ -41,7 +42,9 @@ struct Slot {
     attempt: u32,
     generation: u64,
     /// Set when the connection ended for want of authorization.
-    login_required: Option<String>,
+    login_required: Option<DownReason>,
+    /// Where the current connection records why it ends.
+    failure: FailureCell,
 }
 
 pub(crate) struct SupervisorState {
@@ -93,6 +96,7 @@ impl Actor for SupervisorActor {
                     attempt: 0,
                     generation: 0,
                     login_required: None,
+                    failure: FailureCell::default(),
                 };
                 (id, slot)
             })
@@ -162,11 +166,14 @@ impl Actor for SupervisorActor {
     ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
-                state.on_exit(&myself, &cell, reason.unwrap_or_else(|| "stopped".into()));
+                let reason = reason.unwrap_or_else(|| "stopped without a reason".into());
+                state.on_exit(&myself, &cell, ConnectionError::Stopped(reason));
             }
-            SupervisionEvent::ActorFailed(cell, err) => {
-                state.on_exit(&myself, &cell, format!("actor failed: {err}"))
-            }
+            SupervisionEvent::ActorFailed(cell, err) => state.on_exit(
+                &myself,
+                &cell,
+                ConnectionError::ActorFailed(err.to_string()),
+            ),
             _ => {}
         }
         Ok(())
@@ -198,10 +205,12 @@ impl SupervisorState {
                 server: slot.name.clone(),
                 attempt,
             });
+            *slot.failure.lock() = None;
             let args = ServerArgs {
                 id,
                 spec: slot.spec.clone(),
                 ctx: self.ctx.clone(),
+                failure: slot.failure.clone(),
             };
             let supervisor = myself.get_cell();
             starts.push(async move {
@@ -217,7 +226,10 @@ impl SupervisorState {
                     }
                 }
                 Err(e) => {
-                    let reason = e.to_string();
+                    // The actor recorded the typed cause before failing its start.
+                    let recorded = self.slots.get(&id).and_then(|s| s.failure.lock().take());
+                    let reason =
+                        recorded.unwrap_or_else(|| ConnectionError::ActorFailed(e.to_string()));
                     if let Some(slot) = self.slots.get(&id) {
                         tracing::warn!(server = %slot.name, "server did not start: {reason}");
                     }
@@ -227,10 +239,16 @@ impl SupervisorState {
         }
     }
 
-    fn on_exit(&mut self, myself: &ActorRef<SupervisorMsg>, cell: &ActorCell, reason: String) {
+    fn on_exit(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        cell: &ActorCell,
+        reason: ConnectionError,
+    ) {
         if cell.get_id() == self.ctx.registry().get_id() {
             if !self.ctx.shutting_down.load(Ordering::Relaxed) {
                 tracing::error!("route registry stopped unexpectedly: {reason}");
+                let reason = reason.to_string();
                 let _ = myself.cast(SupervisorMsg::RestartRegistry { reason });
             }
             return;
@@ -242,11 +260,12 @@ impl SupervisorState {
                 .is_some_and(|a| a.get_id() == cell.get_id());
             ours.then(|| {
                 slot.actor = None;
-                *id
+                // The connection's own account of its end, if it gave one.
+                (*id, slot.failure.lock().take())
             })
         });
-        if let Some(id) = found {
-            self.on_down(myself, id, reason);
+        if let Some((id, recorded)) = found {
+            self.on_down(myself, id, recorded.unwrap_or(reason));
         }
     }
 
@@ -286,7 +305,8 @@ impl SupervisorState {
         Ok(())
     }
 
-    fn on_down(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId, reason: String) {
+    fn on_down(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId, reason: ConnectionError) {
+        let reason: DownReason = Arc::new(reason);
         self.ctx.to_registry(RegistryMsg::Remove(id));
         if self.ctx.shutting_down.load(Ordering::Relaxed) {
             return;
@@ -343,7 +363,7 @@ impl SupervisorState {
     }
 
     /// A server's connection is ending for want of authorization.
-    fn on_login_required(&mut self, id: ServerId, actor: ActorId, reason: String) {
+    fn on_login_required(&mut self, id: ServerId, actor: ActorId, reason: DownReason) {
         let Some(slot) = self.slots.get_mut(&id) else {
             return;
         };
@@ -361,7 +381,7 @@ impl SupervisorState {
     }
 
     /// Marks a server as waiting for a login; it is not restarted until a host asks.
-    fn wait_for_login(&mut self, id: ServerId, reason: String) {
+    fn wait_for_login(&mut self, id: ServerId, reason: DownReason) {
         let Some(slot) = self.slots.get(&id) else {
             return;
         };
@@ -382,7 +402,7 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         name: &str,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CallError> {
         let ids: Vec<ServerId> = self
             .slots
             .iter()
@@ -390,7 +410,7 @@ impl SupervisorState {
             .map(|(id, _)| *id)
             .collect();
         if ids.is_empty() {
-            return Err(format!("no server named `{name}`"));
+            return Err(CallError::UnknownServer(name.to_string()));
         }
         let mut restarted = 0;
         for id in ids {

@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
+use super::ServerArgs;
 use super::malformed::MalformedCount;
 use crate::context::HostContext;
-use crate::error::{CallError, ConnectionError};
+use crate::error::{CallError, ConnectionError, FailureCell};
 use crate::events::HostEvent;
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
@@ -58,18 +59,24 @@ pub(crate) struct Connection {
     list_generation: u64,
     startup_timer: Option<Timer>,
     malformed: MalformedCount,
+    /// Why this connection ended, for the supervisor.
+    failure: FailureCell,
 }
 
 impl Connection {
     pub(crate) fn new(
-        id: ServerId,
-        spec: Arc<ServerSpec>,
-        ctx: Arc<HostContext>,
+        args: ServerArgs,
         transport: ActorRef<TransportMsg>,
         pid: Option<u32>,
         lane: Arc<CallLane>,
         ids: Arc<AtomicI64>,
     ) -> Self {
+        let ServerArgs {
+            id,
+            spec,
+            ctx,
+            failure,
+        } = args;
         let session = ClientSession::with_ids(
             ctx.options.client_name.clone(),
             ctx.options.client_version.clone(),
@@ -77,6 +84,7 @@ impl Connection {
         );
         Connection {
             id,
+            failure,
             name: Arc::from(spec.name.as_str()),
             spec,
             ctx,
@@ -492,10 +500,11 @@ impl Connection {
                 let _ = sup.send_message(SupervisorMsg::LoginRequired {
                     id: self.id,
                     actor: myself.get_id(),
-                    reason: reason.clone(),
+                    reason: Arc::new(cause.clone()),
                 });
             }
         }
+        *self.failure.lock() = Some(cause);
         // Withdraw the routes now rather than when the supervisor hears of the exit,
         // so new calls fail fast instead of reaching a stopping actor.
         self.ctx.to_registry(RegistryMsg::Remove(self.id));

@@ -18,11 +18,11 @@ use std::time::Duration;
 use std::sync::atomic::AtomicI64;
 
 use mcpvisor_transports::{HttpTransport, StdioTransport};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::Semaphore;
 
 use crate::context::HostContext;
-use crate::error::ConnectionError;
+use crate::error::{ConnectionError, FailureCell};
 use crate::lane::{CallLane, LaneWriter};
 use crate::messages::ServerMsg;
 use crate::options::{ServerSpec, TransportSpec};
@@ -35,6 +35,8 @@ pub(crate) struct ServerArgs {
     pub(crate) id: ServerId,
     pub(crate) spec: Arc<ServerSpec>,
     pub(crate) ctx: Arc<HostContext>,
+    /// Where this connection records why it ends (read by the supervisor).
+    pub(crate) failure: FailureCell,
 }
 
 pub(crate) struct ServerActor;
@@ -49,7 +51,18 @@ impl Actor for ServerActor {
         myself: ActorRef<ServerMsg>,
         args: ServerArgs,
     ) -> Result<Connection, ActorProcessingErr> {
-        let ServerArgs { id, spec, ctx } = args;
+        let ServerArgs {
+            id,
+            spec,
+            ctx,
+            failure,
+        } = args;
+        // A start that fails says why in types, not only in the actor's error text.
+        let record = |e: ConnectionError| {
+            let text = e.to_string();
+            *failure.lock() = Some(e);
+            ActorProcessingErr::from(text)
+        };
         let capacity = ctx.options.inbound_queue.max(1);
         let sink = Arc::new(InboundSink {
             server: myself.clone(),
@@ -60,14 +73,16 @@ impl Actor for ServerActor {
         });
         let (transport, pid) = match &spec.transport {
             TransportSpec::Stdio(stdio) => {
-                let t = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())?;
+                let t = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())
+                    .map_err(|e| record(e.into()))?;
                 let pid = t.pid();
                 (Transport::Stdio(t), Some(pid))
             }
             TransportSpec::Http(http) => {
-                let client = ctx.http_client()?;
+                let client = ctx.http_client().map_err(|e| record(e.into()))?;
                 let t =
-                    HttpTransport::new(&spec.name, http, client, &ctx.options.http, sink.clone())?;
+                    HttpTransport::new(&spec.name, http, client, &ctx.options.http, sink.clone())
+                        .map_err(|e| record(e.into()))?;
                 (Transport::Http(t), None)
             }
         };
@@ -77,7 +92,8 @@ impl Actor for ServerActor {
         };
         let (child, _) =
             TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
-                .await?;
+                .await
+                .map_err(|e| record(ConnectionError::ActorFailed(e.to_string())))?;
         let _ = sink.transport.set(child.clone());
         let writer = match stdin {
             Some(stdin) => LaneWriter::Stdio(stdin),
@@ -97,7 +113,13 @@ impl Actor for ServerActor {
             ctx.status
                 .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = pid);
         }
-        let mut conn = Connection::new(id, spec, ctx, child, pid, lane, ids);
+        let args = ServerArgs {
+            id,
+            spec,
+            ctx,
+            failure,
+        };
+        let mut conn = Connection::new(args, child, pid, lane, ids);
         conn.begin(&myself);
         Ok(conn)
     }
@@ -140,6 +162,30 @@ impl Actor for ServerActor {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The transport child ended while the connection was live: the connection
+    /// ends with that as its reason, not a bare "stopped".
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        evt: SupervisionEvent,
+        conn: &mut Connection,
+    ) -> Result<(), ActorProcessingErr> {
+        let cause = match evt {
+            SupervisionEvent::ActorTerminated(_, _, reason) => {
+                ConnectionError::ActorFailed(format!(
+                    "the transport stopped ({})",
+                    reason.as_deref().unwrap_or("no reason given")
+                ))
+            }
+            SupervisionEvent::ActorFailed(_, err) => {
+                ConnectionError::ActorFailed(format!("the transport failed: {err}"))
+            }
+            _ => return Ok(()),
+        };
+        conn.fail(&myself, cause);
         Ok(())
     }
 

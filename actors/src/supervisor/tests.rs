@@ -118,3 +118,36 @@ async fn a_registry_that_dies_is_restarted_and_routes_keep_working() {
     host.shutdown().await;
     assert!(host.tools().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_that_dies_is_the_reason_given_not_stopped() {
+    let host = Host::start(vec![python_server("py")], SupervisorOptions::default())
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    wait_for(&mut events, |e| matches!(e, HostEvent::ServerReady { .. })).await;
+    let server = host
+        .supervisor_for_tests()
+        .get_children()
+        .into_iter()
+        .find(|c| c.is_message_type_of::<crate::messages::ServerMsg>() == Some(true))
+        .expect("the server actor");
+    let transport = server
+        .get_children()
+        .into_iter()
+        .next()
+        .expect("the transport actor");
+    transport.kill();
+    let down = wait_for(&mut events, |e| {
+        matches!(e, HostEvent::ServerRestarting { .. })
+    })
+    .await;
+    let HostEvent::ServerRestarting { reason, .. } = down else {
+        unreachable!()
+    };
+    assert!(
+        matches!(&*reason, crate::error::ConnectionError::ActorFailed(why) if why.contains("transport")),
+        "{reason:?}"
+    );
+    host.shutdown().await;
+}

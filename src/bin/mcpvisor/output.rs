@@ -101,10 +101,10 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
             reason,
         } => json!({
             "event": "server_restarting", "server": &**server, "attempt": attempt,
-            "backoff_ms": backoff.as_millis() as u64, "reason": reason
+            "backoff_ms": backoff.as_millis() as u64, "reason": reason.to_string()
         }),
         HostEvent::ServerFailed { server, reason } => {
-            json!({"event": "server_failed", "server": &**server, "reason": reason})
+            json!({"event": "server_failed", "server": &**server, "reason": reason.to_string()})
         }
         HostEvent::ServerStopped { server } => {
             json!({"event": "server_stopped", "server": &**server})
@@ -136,7 +136,7 @@ pub(crate) fn event_json(e: &HostEvent) -> Value {
             json!({"event": "session_renewed", "server": &**server})
         }
         HostEvent::LoginRequired { server, reason } => {
-            json!({"event": "login_required", "server": &**server, "reason": reason})
+            json!({"event": "login_required", "server": &**server, "reason": reason.to_string()})
         }
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
         HostEvent::RegistryRestarted { reason } => {

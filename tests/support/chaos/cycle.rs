@@ -284,7 +284,7 @@ impl Harness {
                 // (or the kill that set this one up) used up the restart budget.
                 let timed_out = wait_event(events, deadline, |e| match e {
                     HostEvent::ServerRestarting { server, reason, .. } => {
-                        **server == *name && reason.contains("startup")
+                        **server == *name && reason.to_string().contains("startup")
                     }
                     HostEvent::ServerFailed { server, .. } => **server == *name,
                     _ => false,
