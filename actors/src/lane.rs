@@ -187,8 +187,9 @@ impl CallLane {
     }
 
     /// Ends the calls whose deadline has passed: each caller gets
-    /// [`CallError::Timeout`] now, and the actor ends the connection unless an
-    /// answer arrives before it acts (the others then fail with `ConnectionTimedOut`).
+    /// [`CallError::Timeout`] now, and the actor ends the connection (the other
+    /// calls then fail with `ConnectionTimedOut`), even if an answer turns up
+    /// before it acts: a request timeout terminates the connection.
     fn expire_due(&self) {
         let due = self.calls.lock().expire(Instant::now());
         for (id, slot) in due {
@@ -211,7 +212,7 @@ impl CallLane {
         }
     }
 
-    /// True if call `id` timed out and no answer came since: the connection ends.
+    /// True if call `id` timed out (the first time asked): the connection ends.
     pub(crate) fn take_expired(&self, id: i64) -> bool {
         self.calls.lock().take_expired(id)
     }
@@ -231,8 +232,7 @@ impl CallLane {
         };
         let slot = match self.calls.lock().answer(id) {
             Answered::Call(slot) => slot,
-            // The caller already has its timeout; the late answer only spares
-            // the connection.
+            // The caller already has its timeout, and the connection ends for it.
             Answered::Late => return None,
             Answered::Unknown => return Some(msg),
         };

@@ -4,8 +4,8 @@
 //! an instant); outputs are the calls' payloads handed back exactly once, with
 //! what became of them, and the lines to write. Every call ends exactly once:
 //! answered, failed, cancelled, timed out or lost with the connection. An
-//! answer that comes after any of these is dropped; one that comes after a
-//! timeout still tells the driver the server is alive ([`Answered::Late`]).
+//! answer that comes after any of these is dropped ([`Answered::Late`] after a
+//! timeout); a timeout ends the connection whether or not a late answer follows.
 //!
 //! Deadlines belong to the table, not to whoever waits for a call: the driver
 //! asks [`CallTable::next_deadline`] for one timer and calls
@@ -36,8 +36,8 @@ pub enum StartRefused {
 pub enum Answered<T> {
     /// The answer to a call in flight: it ends here, with this payload.
     Call(T),
-    /// The answer to a call that already timed out: dropped, but the server is
-    /// alive, so the driver need not end the connection for that timeout.
+    /// The answer to a call that already timed out: dropped. The timeout still
+    /// ends the connection ([`CallTable::take_expired`]).
     Late,
     /// No call of this table has this id (another requester's, or a stray).
     Unknown,
@@ -55,7 +55,7 @@ pub struct CallTable<T, I> {
     max_in_flight: usize,
     slots: HashMap<i64, Slot<T, I>>,
     deadlines: BTreeSet<(I, i64)>,
-    /// Timed out, no answer since: the driver ends the connection for these.
+    /// Timed out: the driver ends the connection for these.
     expired: HashSet<i64>,
 }
 
@@ -107,7 +107,7 @@ impl<T, I: Ord + Copy> CallTable<T, I> {
     pub fn answer(&mut self, id: i64) -> Answered<T> {
         match self.remove(id) {
             Some(payload) => Answered::Call(payload),
-            None if self.expired.remove(&id) => Answered::Late,
+            None if self.expired.contains(&id) => Answered::Late,
             None => Answered::Unknown,
         }
     }
@@ -141,7 +141,7 @@ impl<T, I: Ord + Copy> CallTable<T, I> {
     }
 
     /// Ends every call due at `now` or before; they wait in the expired set until
-    /// [`CallTable::take_expired`] or a late answer.
+    /// [`CallTable::take_expired`].
     pub fn expire(&mut self, now: I) -> Vec<(i64, T)> {
         let mut due = Vec::new();
         while let Some(&(at, id)) = self.deadlines.first() {
@@ -157,7 +157,9 @@ impl<T, I: Ord + Copy> CallTable<T, I> {
         due
     }
 
-    /// True if call `id` timed out and no answer came since: the connection must end.
+    /// True if call `id` timed out (once): the connection must end. The MCP
+    /// guide's rule: a request timeout terminates the connection, even if an
+    /// answer turns up afterwards.
     pub fn take_expired(&mut self, id: i64) -> bool {
         self.expired.remove(&id)
     }
