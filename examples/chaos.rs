@@ -28,7 +28,7 @@ use chaos::ChaosConfig;
 
 fn main() -> ExitCode {
     // Started as one of its own servers: serve and exit.
-    mcpvisor::demo::serve_if_requested();
+    mcpvisor_demo::serve_if_requested();
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {

@@ -25,12 +25,12 @@ fn scripted_model_turns() -> Vec<(&'static str, Value)> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // This binary doubles as the demo server when started as `<exe> demo-server`;
     // that check comes before any runtime exists.
-    mcpvisor::demo::serve_if_requested();
+    mcpvisor_demo::serve_if_requested();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let servers = vec![mcpvisor::demo::demo_spec("demo", &[])?];
+    let servers = vec![mcpvisor_demo::demo_spec("demo", &[])?];
     let host = Host::start(servers, SupervisorOptions::default()).await?;
     for status in host.wait_ready(Duration::from_secs(10)).await {
         println!("server {}: {:?}", status.name, status.state);

@@ -12,14 +12,14 @@ use serde_json::json;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // This binary doubles as the demo server when started as `<exe> demo-server`;
     // that check comes before any runtime exists.
-    mcpvisor::demo::serve_if_requested();
+    mcpvisor_demo::serve_if_requested();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let servers = vec![
-        mcpvisor::demo::demo_spec("steady", &[])?,
-        mcpvisor::demo::demo_spec("fragile", &[])?,
+        mcpvisor_demo::demo_spec("steady", &[])?,
+        mcpvisor_demo::demo_spec("fragile", &[])?,
     ];
     let host = Host::start(servers, SupervisorOptions::default()).await?;
     let mut events = Box::pin(host.events());

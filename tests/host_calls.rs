@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use mcpvisor::demo_server::BUILT_IN_TOOLS;
 use mcpvisor::{CallError, CallOptions, Host, ServerState};
+use mcpvisor_demo::BUILT_IN_TOOLS;
 use serde_json::{Value, json};
 use support::{call, demo, fast_options};
 

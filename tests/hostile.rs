@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
-use mcpvisor::demo_server::{
+use mcpvisor::transports::TransportError;
+use mcpvisor::{CallError, Host, HostEvent, ServerState};
+use mcpvisor_demo::{
     GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_PROPERTIES, MANY_TOOLS, REORDER_BATCH,
     SERVER_REQUESTS, many_tool_name,
 };
-use mcpvisor::transports::TransportError;
-use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::{Value, json};
 use support::{call, demo, eventually, fast_options, next_ready, rss_kib, wait_for};
 

@@ -14,7 +14,7 @@ fn start_host(runtime: &tokio::runtime::Runtime) -> Host {
     let exe = env!("CARGO_BIN_EXE_harness");
     let specs = (0..SERVERS)
         .map(|s| {
-            let mut args = vec![mcpvisor::demo::DEMO_SERVER_ARG.to_string()];
+            let mut args = vec![mcpvisor_demo::DEMO_SERVER_ARG.to_string()];
             for t in 0..EXTRA_TOOLS {
                 args.push("--extra-tool".into());
                 args.push(format!("tool_{t}"));

@@ -43,7 +43,7 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    mcpvisor::demo::serve_if_requested();
+    mcpvisor_demo::serve_if_requested();
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
         Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),

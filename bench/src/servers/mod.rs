@@ -1,7 +1,7 @@
 //! The servers benchmarked, and how a client reaches each.
 //!
 //! Two of them are this very binary started again with a serve argument
-//! ([`RMCP_ECHO_ARG`], [`mcpvisor::demo::DEMO_SERVER_ARG`]), so one
+//! ([`RMCP_ECHO_ARG`], [`mcpvisor_demo::DEMO_SERVER_ARG`]), so one
 //! `cargo run` of the harness has everything it needs; the third-party peers
 //! come from `tests/peers` (`bash scripts/peers.sh`).
 
@@ -79,7 +79,7 @@ impl ServerTarget {
         ServerTarget {
             key: "demo",
             label: "mcpvisor demo server (stdio)",
-            endpoint: stdio(exe, &[mcpvisor::demo::DEMO_SERVER_ARG]),
+            endpoint: stdio(exe, &[mcpvisor_demo::DEMO_SERVER_ARG]),
             tool: "echo",
             argument: "text",
         }

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use mcpvisor::config::{FILE_NAME, process_env};
-use mcpvisor::demo_server::{self, DemoServerOptions};
 use mcpvisor::project::Project;
 use mcpvisor::settings::{Overrides, Settings};
 use mcpvisor::{Host, ServerSpec, ServerState};
+use mcpvisor_demo::DemoServerOptions;
 
 #[derive(Parser)]
 #[command(
@@ -179,7 +179,7 @@ async fn run(cli: Cli) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::DemoServer(options) = cli.command {
-        return demo_server::run(options)
+        return mcpvisor_demo::run(options)
             .await
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| Failure(format!("demo-server: {e}"), 1));
@@ -252,7 +252,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 /// The enabled entries of the project (reporting the others), or the demo server.
 fn servers_to_run(project: Option<&Project>) -> Result<Vec<ServerSpec>, Failure> {
     let Some(project) = project else {
-        let demo = mcpvisor::demo::demo_spec("demo", &[])
+        let demo = mcpvisor_demo::demo_spec("demo", &[])
             .map_err(|e| Failure(format!("cannot locate the demo server: {e}"), 1))?;
         return Ok(vec![demo]);
     };

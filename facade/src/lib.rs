@@ -9,11 +9,17 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcpvisor::{CallOptions, Host, SupervisorOptions};
-//! let host = Host::start(vec![mcpvisor::demo::demo_spec("demo", &[])?], SupervisorOptions::default()).await?;
-//! host.wait_ready(std::time::Duration::from_secs(10)).await;
-//! let result = host.call("mcp__demo__echo", serde_json::json!({"text": "hi"}), CallOptions::default()).await?;
-//! assert_eq!(result.text(), "hi");
+//! use mcpvisor::{CallOptions, Host, ServerSpec, StdioSpec, SupervisorOptions};
+//! let files = ServerSpec::stdio(
+//!     "files",
+//!     StdioSpec::new("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."]),
+//! );
+//! let host = Host::start(vec![files], SupervisorOptions::default()).await?;
+//! host.wait_ready(std::time::Duration::from_secs(30)).await;
+//! let result = host
+//!     .call("mcp__files__list_directory", serde_json::json!({"path": "."}), CallOptions::default())
+//!     .await?;
+//! println!("{}", result.text());
 //! host.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -22,9 +28,6 @@
 
 pub mod approval;
 pub mod config;
-pub mod demo;
-/// The built-in demo MCP server (`mcpvisor demo-server`), also the fault-injection peer of the tests.
-pub mod demo_server;
 pub mod project;
 pub mod settings;
 

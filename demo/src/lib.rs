@@ -1,18 +1,22 @@
-//! The built-in demo server as a supervised server.
+//! The demo MCP server, and the hostile behaviours the isolation tests use.
 //!
-//! The demo server is part of this library, so any binary that links it — the
-//! `mcpvisor` CLI, an example, a host — can serve it: [`serve_if_requested`]
-//! turns the running binary into the server when it is started with
-//! `demo-server` as its first argument, and [`demo_spec`] starts the current
-//! binary that way.
+//! Any binary that links this crate — the `mcpvisor` CLI, an example, a test
+//! host — can serve it: [`serve_if_requested`] turns the running binary into
+//! the server when it is started with `demo-server` as its first argument, and
+//! [`demo_spec`] starts the current binary that way. The library an agent
+//! embeds (`mcpvisor`) does not contain it.
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+mod server;
+
+pub use server::*;
 
 use std::ffi::OsString;
 
 use clap::Parser;
 use mcpvisor_actors::ServerSpec;
 use mcpvisor_transports::StdioSpec;
-
-use crate::demo_server::{self, DemoServerOptions};
 
 /// The first argument that makes a binary serve the demo server.
 pub const DEMO_SERVER_ARG: &str = "demo-server";
@@ -52,7 +56,7 @@ pub fn serve_if_requested() {
         .build()
     {
         Ok(rt) => {
-            let result = rt.block_on(demo_server::run(options));
+            let result = rt.block_on(server::run(options));
             rt.shutdown_timeout(std::time::Duration::from_millis(100));
             i32::from(result.is_err())
         }
