@@ -93,11 +93,9 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             oauth,
         },
     );
-    let options = SupervisorOptions {
-        request_timeout: Duration::from_secs(20),
-        startup_timeout: Duration::from_secs(20),
-        ..SupervisorOptions::default()
-    };
+    let mut options = SupervisorOptions::default();
+    options.request_timeout = Duration::from_secs(20);
+    options.startup_timeout = Duration::from_secs(20);
     let host = Host::start(vec![spec], options)
         .await
         .map_err(|e| e.to_string())?;

@@ -94,3 +94,48 @@ async fn a_servers_status_carries_what_initialize_returned() {
     let stopped = HostEvent::ServerStopped { server: "d".into() };
     assert_eq!(stopped.to_string(), "d: stopped");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_starts_in_one_call_with_its_problems() {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-start-project-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = json!({"mcpServers": {
+        "d": {"command": env!("CARGO_BIN_EXE_mcpvisor"), "args": ["demo-server"]},
+        "broken": {"command": "x", "env": {"K": "${SURELY_UNSET_VARIABLE_42}"}},
+        "unapproved": {"command": "y"},
+    }});
+    let path = dir.join(".mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let env: std::collections::HashMap<String, String> = [(
+        "MCPVISOR_HOME".to_string(),
+        dir.join("home").display().to_string(),
+    )]
+    .into();
+    let settings = mcpvisor::settings::Settings::load_with(&Default::default(), &env).unwrap();
+    let project = mcpvisor::project::Project::open(&path, &settings.home).unwrap();
+    project.enable("d", &|_| None).unwrap();
+    // An entry that cannot run is approved by hand, as an edit after approval would do.
+    project.enable("broken", &|_| Some("set".into())).unwrap();
+
+    let (host, problems) = mcpvisor::start_project(&path, &settings).await.unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].to_string().contains("SURELY_UNSET_VARIABLE_42"),
+        "{}",
+        problems[0]
+    );
+    let statuses = host.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(statuses.len(), 1, "only the runnable approved entry starts");
+    let r = host
+        .call(
+            "mcp__d__echo",
+            json!({"text": "one call"}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "one call");
+    host.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,8 +19,10 @@ pub enum TransportSpec {
     Http(HttpSpec),
 }
 
-/// One server to supervise.
+/// One server to supervise. Built with [`ServerSpec::stdio`] or
+/// [`ServerSpec::http`] and the `with_*` methods (it will grow).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerSpec {
     /// The route component: `mcp__<name>__<tool>`.
     pub name: String,
@@ -33,6 +35,18 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
+    /// This server's request timeout instead of the supervisor's.
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// This server's startup timeout instead of the supervisor's.
+    pub fn with_startup_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
     /// A Streamable HTTP server with the supervisor's default timeouts.
     pub fn http(name: impl Into<String>, spec: HttpSpec) -> Self {
         ServerSpec {
@@ -54,8 +68,10 @@ impl ServerSpec {
     }
 }
 
-/// Supervisor-wide settings.
+/// Supervisor-wide settings. Start from [`SupervisorOptions::default`] and set
+/// the fields you need (it will grow, so it cannot be built field by field).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SupervisorOptions {
     /// Default timeout of one call; a call that exceeds it terminates its connection.
     pub request_timeout: Duration,
@@ -104,8 +120,9 @@ impl Default for SupervisorOptions {
 /// Receives progress of one call. Runs on the server's actor: keep it short.
 pub type ProgressCallback = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 
-/// Options of one call.
+/// Options of one call, built from [`CallOptions::default`] with its methods.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CallOptions {
     /// Overrides the server's request timeout for this call.
     pub timeout: Option<Duration>,

@@ -30,6 +30,9 @@ pub mod approval;
 pub mod config;
 pub mod project;
 pub mod settings;
+mod start;
+
+pub use start::{StartProjectError, start_project};
 
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, ConnectionError, DownReason, Host, HostEvent,

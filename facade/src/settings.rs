@@ -211,26 +211,22 @@ impl Settings {
 
     /// Supervisor options with these settings applied.
     pub fn supervisor_options(&self) -> SupervisorOptions {
-        SupervisorOptions {
-            request_timeout: self.ms("request_timeout_ms"),
-            startup_timeout: self.ms("startup_timeout_ms"),
-            restart: RestartPolicy {
-                initial_backoff: self.ms("restart_initial_backoff_ms"),
-                max_backoff: self.ms("restart_max_backoff_ms"),
-                max_restarts: self
-                    .values
-                    .get("restart_max_restarts")
-                    .map(|(v, _)| *v as usize)
-                    .unwrap_or(5),
-                window: self.ms("restart_window_ms"),
-                ..RestartPolicy::default()
-            },
-            stdio: mcpvisor_transports::StdioOptions {
-                env_passthrough: self.env_passthrough.0.clone(),
-                ..Default::default()
-            },
-            ..SupervisorOptions::default()
-        }
+        let mut options = SupervisorOptions::default();
+        options.request_timeout = self.ms("request_timeout_ms");
+        options.startup_timeout = self.ms("startup_timeout_ms");
+        options.restart = RestartPolicy {
+            initial_backoff: self.ms("restart_initial_backoff_ms"),
+            max_backoff: self.ms("restart_max_backoff_ms"),
+            max_restarts: self
+                .values
+                .get("restart_max_restarts")
+                .map(|(v, _)| *v as usize)
+                .unwrap_or(5),
+            window: self.ms("restart_window_ms"),
+            ..RestartPolicy::default()
+        };
+        options.stdio.env_passthrough = self.env_passthrough.0.clone();
+        options
     }
 }
 

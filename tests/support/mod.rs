@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
-use mcpvisor::{HostEvent, RestartPolicy, ServerSpec, StdioOptions, StdioSpec, SupervisorOptions};
+use mcpvisor::{HostEvent, RestartPolicy, ServerSpec, StdioSpec, SupervisorOptions};
 
 /// A demo server from the built `mcpvisor` binary, with extra flags.
 pub fn demo(name: &str, flags: &[&str]) -> ServerSpec {
@@ -25,21 +25,17 @@ pub fn demo(name: &str, flags: &[&str]) -> ServerSpec {
 
 /// Options with short teardown and restart delays, so tests do not wait on defaults.
 pub fn fast_options() -> SupervisorOptions {
-    SupervisorOptions {
-        request_timeout: Duration::from_secs(30),
-        startup_timeout: Duration::from_secs(20),
-        restart: RestartPolicy {
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            max_restarts: 1000,
-            ..RestartPolicy::default()
-        },
-        stdio: StdioOptions {
-            grace: Duration::from_millis(200),
-            ..StdioOptions::default()
-        },
-        ..SupervisorOptions::default()
-    }
+    let mut options = SupervisorOptions::default();
+    options.request_timeout = Duration::from_secs(30);
+    options.startup_timeout = Duration::from_secs(20);
+    options.restart = RestartPolicy {
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(200),
+        max_restarts: 1000,
+        ..RestartPolicy::default()
+    };
+    options.stdio.grace = Duration::from_millis(200);
+    options
 }
 
 /// Waits for the first event matching `pred`, failing the test after `within`.

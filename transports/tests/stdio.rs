@@ -102,10 +102,8 @@ async fn eof_reports_exit_status_and_stderr_tail() {
 
 #[tokio::test]
 async fn over_long_line_closes_with_a_frame_error() {
-    let options = StdioOptions {
-        frame_limit: 1000,
-        ..StdioOptions::default()
-    };
+    let mut options = StdioOptions::default();
+    options.frame_limit = 1000;
     let (mut t, mut rx) = start(
         "head -c 1001 /dev/zero | tr '\\0' x; echo; exec cat",
         options,
@@ -119,10 +117,8 @@ async fn over_long_line_closes_with_a_frame_error() {
 
 #[tokio::test]
 async fn line_at_the_limit_is_accepted() {
-    let options = StdioOptions {
-        frame_limit: 1000,
-        ..StdioOptions::default()
-    };
+    let mut options = StdioOptions::default();
+    options.frame_limit = 1000;
     // 1000 bytes: a JSON string of 998 x's plus its quotes, which is not an object.
     let (mut t, mut rx) = start(
         "printf '\"'; head -c 998 /dev/zero | tr '\\0' x; printf '\"\\n'; exec cat",
@@ -135,10 +131,8 @@ async fn line_at_the_limit_is_accepted() {
 #[tokio::test]
 async fn shutdown_kills_the_whole_group_including_grandchildren() {
     // The server ignores SIGTERM and stdin EOF, and leaves two grandchildren behind.
-    let options = StdioOptions {
-        grace: Duration::from_millis(100),
-        ..StdioOptions::default()
-    };
+    let mut options = StdioOptions::default();
+    options.grace = Duration::from_millis(100);
     let (mut t, _rx) = start(
         "trap '' TERM; sleep 1000 & sleep 1000 & while :; do sleep 1; done",
         options,
@@ -207,10 +201,8 @@ fn spec_debug_redacts_env_values() {
 /// error, and once the server reads, every accepted line arrives whole and in order.
 #[tokio::test]
 async fn a_server_that_does_not_read_gets_a_bounded_backlog_in_order() {
-    let options = StdioOptions {
-        write_backlog: 256 * 1024,
-        ..StdioOptions::default()
-    };
+    let mut options = StdioOptions::default();
+    options.write_backlog = 256 * 1024;
     // `cat` starts only after the marker file appears.
     let dir = std::env::temp_dir().join(format!("mcpvisor-writer-{}", std::process::id()));
     let _ = std::fs::remove_file(&dir);

@@ -61,10 +61,8 @@ async fn samples(
     target: &ServerTarget,
     restart: RestartPolicy,
 ) -> anyhow::Result<Vec<f64>> {
-    let options = SupervisorOptions {
-        restart,
-        ..SupervisorOptions::default()
-    };
+    let mut options = SupervisorOptions::default();
+    options.restart = restart;
     let host = start_host(vec![spec(SERVER_NAME, target)], options).await?;
     // The first stream replays everything since start; the second starts now.
     drop(host.events());

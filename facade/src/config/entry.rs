@@ -224,11 +224,9 @@ impl ServerEntry {
             None => None,
         };
         match spec {
-            Some(spec) if problems.is_empty() => Ok(ServerSpec {
-                request_timeout: self.timeout,
-                startup_timeout: self.startup_timeout,
-                ..spec
-            }),
+            Some(spec) if problems.is_empty() => Ok(spec
+                .with_request_timeout(self.timeout)
+                .with_startup_timeout(self.startup_timeout)),
             _ => Err(problems),
         }
     }

@@ -26,7 +26,7 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpvisor::transports::{HttpSpec, StdioOptions, StdioSpec};
+use mcpvisor::transports::{HttpSpec, StdioSpec};
 use mcpvisor::{Host, RestartPolicy, ServerSpec, ServerState, SupervisorOptions};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -327,20 +327,16 @@ impl Harness {
 }
 
 fn supervisor_options(cfg: &ChaosConfig) -> SupervisorOptions {
-    SupervisorOptions {
-        request_timeout: cfg.call_timeout,
-        startup_timeout: cfg.startup_timeout,
-        restart: RestartPolicy {
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            max_restarts: 3,
-            window: Duration::from_secs(5),
-            ..RestartPolicy::default()
-        },
-        stdio: StdioOptions {
-            grace: Duration::from_millis(200),
-            ..StdioOptions::default()
-        },
-        ..SupervisorOptions::default()
-    }
+    let mut options = SupervisorOptions::default();
+    options.request_timeout = cfg.call_timeout;
+    options.startup_timeout = cfg.startup_timeout;
+    options.restart = RestartPolicy {
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(200),
+        max_restarts: 3,
+        window: Duration::from_secs(5),
+        ..RestartPolicy::default()
+    };
+    options.stdio.grace = Duration::from_millis(200);
+    options
 }

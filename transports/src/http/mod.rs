@@ -106,8 +106,10 @@ pub fn endpoint_url(url: &str) -> Result<Url, TransportError> {
     Ok(parsed)
 }
 
-/// Limits and timings of HTTP connections.
+/// Limits and timings of HTTP connections; start from the default and set
+/// fields (it will grow).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HttpOptions {
     /// Largest JSON body or SSE event accepted.
     pub message_limit: usize,

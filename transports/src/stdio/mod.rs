@@ -148,8 +148,10 @@ impl fmt::Debug for StdioSpec {
     }
 }
 
-/// Limits and timings of a stdio connection.
+/// Limits and timings of a stdio connection; start from the default and set
+/// fields (it will grow).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StdioOptions {
     /// Longest line accepted from the server.
     pub frame_limit: usize,
