@@ -63,9 +63,6 @@ impl Host {
             .enumerate()
             .map(|(i, spec)| (ServerId(i as u64 + 1), spec))
             .collect();
-        for (id, spec) in &specs {
-            status.update(*id, &Arc::from(spec.name.as_str()), |_| {});
-        }
         let first_events = parking_lot::Mutex::new(Some(bus.subscribe()));
         let args = SupervisorArgs {
             specs,

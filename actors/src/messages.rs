@@ -2,9 +2,11 @@
 //! file imports the messages of the actors it talks to from here, never the
 //! actor itself, so the files depend on each other one way.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::RequestId;
+use mcpvisor_protocol::messages::InitializeResult;
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
 use ractor::ActorId;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
@@ -48,6 +50,25 @@ pub(crate) enum SupervisorMsg {
     /// A server finished its first tools/list: its backoff starts over.
     ServerReady {
         id: ServerId,
+    },
+    /// A server actor started its process (stdio: with this pid).
+    Spawned {
+        id: ServerId,
+        actor: ActorId,
+        pid: Option<u32>,
+    },
+    /// A server actor's handshake completed with this answer.
+    Initialized {
+        id: ServerId,
+        actor: ActorId,
+        init: Arc<InitializeResult>,
+    },
+    /// The registry published a server's routes (`initial`: its first list).
+    Published {
+        id: ServerId,
+        tools: usize,
+        initial: bool,
+        pid: Option<u32>,
     },
     /// A server is stopping because it cannot be authorized: no restart until asked.
     LoginRequired {

@@ -17,8 +17,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::events::{EventBus, HostEvent};
 use crate::lane::CallLane;
+use crate::messages::SupervisorMsg;
 use crate::routes::{Route, RouteSnapshot, RouteTable};
-use crate::status::{ServerId, ServerState, StatusBoard};
+use crate::status::ServerId;
 
 /// What a server tells the registry after a full tools/list.
 pub(crate) struct ToolsReport {
@@ -47,7 +48,6 @@ pub(crate) struct RegistryActor;
 pub(crate) struct RegistryArgs {
     pub(crate) routes: Arc<RouteSnapshot>,
     pub(crate) bus: EventBus,
-    pub(crate) status: Arc<StatusBoard>,
     /// A registry started after another died begins from the routes it published,
     /// so nothing a host can call disappears while the servers report again.
     pub(crate) resume: bool,
@@ -123,7 +123,7 @@ impl Actor for RegistryActor {
                 }
                 state.report(*report);
             }
-            RegistryMsg::Publish => state.publish(),
+            RegistryMsg::Publish => state.publish(&myself),
             RegistryMsg::Remove(id) => {
                 // What this connection reported is not announced any more.
                 state.unpublished.retain(|u| u.id != id);
@@ -230,7 +230,7 @@ impl RegistryState {
 
     /// Stores the routes of every report taken so far, then announces each
     /// report whose routes are still current (ready, tools changed).
-    fn publish(&mut self) {
+    fn publish(&mut self, myself: &ActorRef<RegistryMsg>) {
         if self.unpublished.is_empty() {
             return;
         }
@@ -243,29 +243,15 @@ impl RegistryState {
             }
             let mine: Vec<QualifiedMcpToolName> =
                 advertised.get(&done.id).cloned().unwrap_or_default();
-            if done.initial {
-                // Only a server still starting becomes ready: the supervisor may
-                // already have moved on (restarting, failed, stopped).
-                let mut became_ready = false;
-                self.args.status.update(done.id, &done.name, |s| {
-                    if matches!(s.state, ServerState::Starting { .. }) {
-                        s.state = ServerState::Ready;
-                        s.pid = done.pid;
-                        became_ready = true;
-                    }
-                    s.tools = done.listed;
+            // The supervisor owns the status board: it marks the server ready
+            // (if it is still starting) and announces it.
+            if let Some(supervisor) = myself.try_get_supervisor() {
+                let _ = supervisor.send_message(SupervisorMsg::Published {
+                    id: done.id,
+                    tools: done.listed,
+                    initial: done.initial,
+                    pid: done.pid,
                 });
-                if became_ready {
-                    bus.emit(HostEvent::ServerReady {
-                        server: done.name.clone(),
-                        pid: done.pid,
-                        tools: done.listed,
-                    });
-                }
-            } else {
-                self.args
-                    .status
-                    .update(done.id, &done.name, |s| s.tools = done.listed);
             }
             bus.emit(HostEvent::ToolsChanged {
                 server: done.name,

@@ -111,7 +111,8 @@ pub struct ServerStatus {
     pub initialize: Option<Arc<InitializeResult>>,
 }
 
-/// The shared table of statuses; writers are the supervisor and the registry.
+/// The shared table of statuses: hosts read it without a mailbox hop; the
+/// supervisor is its one writer (others tell the supervisor).
 pub(crate) struct StatusBoard {
     map: RwLock<BTreeMap<ServerId, ServerStatus>>,
     changed: watch::Sender<u64>,

@@ -70,7 +70,6 @@ impl Actor for SupervisorActor {
         let registry_args = RegistryArgs {
             routes: args.routes,
             bus: args.bus.clone(),
-            status: args.status.clone(),
             resume: false,
         };
         let (registry, _) =
@@ -84,6 +83,12 @@ impl Actor for SupervisorActor {
             shutting_down: Default::default(),
             http_client: Default::default(),
         });
+        // The supervisor is the status board's one writer; every server has an
+        // entry from the moment the host exists.
+        for (id, spec) in &args.specs {
+            ctx.status
+                .update(*id, &Arc::from(spec.name.as_str()), |_| {});
+        }
         let slots = args
             .specs
             .into_iter()
@@ -121,6 +126,25 @@ impl Actor for SupervisorActor {
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            SupervisorMsg::Spawned { id, actor, pid } => {
+                if let Some(slot) = state.current(id, &actor) {
+                    state.ctx.status.update(id, &slot.name, |s| s.pid = pid);
+                }
+            }
+            SupervisorMsg::Initialized { id, actor, init } => {
+                if let Some(slot) = state.current(id, &actor) {
+                    state
+                        .ctx
+                        .status
+                        .update(id, &slot.name, |s| s.initialize = Some(init));
+                }
+            }
+            SupervisorMsg::Published {
+                id,
+                tools,
+                initial,
+                pid,
+            } => state.on_published(id, tools, initial, pid),
             SupervisorMsg::ServerReady { id } => {
                 if let Some(slot) = state.slots.get_mut(&id) {
                     slot.tracker.on_ready();
@@ -181,6 +205,39 @@ impl Actor for SupervisorActor {
 }
 
 impl SupervisorState {
+    /// The slot `id` if `actor` is its current connection (messages from a
+    /// connection that has since been replaced are dropped).
+    fn current(&self, id: ServerId, actor: &ActorId) -> Option<&Slot> {
+        self.slots
+            .get(&id)
+            .filter(|s| s.actor.as_ref().is_some_and(|a| a.get_id() == *actor))
+    }
+
+    /// The registry published a server's routes: its tool count, and for its
+    /// first list, readiness — only for a server still starting, since the
+    /// supervisor may already have moved on (restarting, failed, stopped).
+    fn on_published(&mut self, id: ServerId, tools: usize, initial: bool, pid: Option<u32>) {
+        let Some(slot) = self.slots.get(&id) else {
+            return;
+        };
+        let mut became_ready = false;
+        self.ctx.status.update(id, &slot.name, |s| {
+            if initial && matches!(s.state, ServerState::Starting { .. }) {
+                s.state = ServerState::Ready;
+                s.pid = pid;
+                became_ready = true;
+            }
+            s.tools = tools;
+        });
+        if became_ready {
+            self.ctx.bus.emit(HostEvent::ServerReady {
+                server: slot.name.clone(),
+                pid,
+                tools,
+            });
+        }
+    }
+
     async fn start_server(&mut self, myself: &ActorRef<SupervisorMsg>, id: ServerId) {
         self.start_servers(myself, &[id]).await;
     }
@@ -279,7 +336,6 @@ impl SupervisorState {
         let args = RegistryArgs {
             routes: self.routes.clone(),
             bus: self.ctx.bus.clone(),
-            status: self.ctx.status.clone(),
             resume: true,
         };
         let (registry, _) =

@@ -263,10 +263,13 @@ impl Connection {
         match handled.event {
             SessionEvent::Ready(init) => {
                 tracing::debug!(server = %self.name, peer = %init.server_info.name, version = %init.server_info.version, "initialized");
-                let init: Arc<_> = Arc::from(init);
-                self.ctx
-                    .status
-                    .update(self.id, &self.name, |s| s.initialize = Some(init));
+                if let Some(sup) = myself.try_get_supervisor() {
+                    let _ = sup.send_message(SupervisorMsg::Initialized {
+                        id: self.id,
+                        actor: myself.get_id(),
+                        init: Arc::from(init),
+                    });
+                }
                 let _ = self.transport.cast(TransportMsg::Ready);
                 self.start_listing(myself, true);
             }

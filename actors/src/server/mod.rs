@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use crate::context::HostContext;
 use crate::error::{ConnectionError, FailureCell};
 use crate::lane::{CallLane, LaneWriter};
-use crate::messages::ServerMsg;
+use crate::messages::{ServerMsg, SupervisorMsg};
 use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
 use crate::transport::{InboundSink, Transport, TransportActor};
@@ -109,9 +109,12 @@ impl Actor for ServerActor {
         ));
         lane.start_deadlines();
         let _ = sink.lane.set(lane.clone());
-        if pid.is_some() {
-            ctx.status
-                .update(id, &Arc::from(spec.name.as_str()), |s| s.pid = pid);
+        if let Some(sup) = myself.try_get_supervisor() {
+            let _ = sup.send_message(SupervisorMsg::Spawned {
+                id,
+                actor: myself.get_id(),
+                pid,
+            });
         }
         let args = ServerArgs {
             id,
