@@ -379,3 +379,6 @@ async fn watch_deadlines(lane: Weak<CallLane>, wake: Arc<Notify>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

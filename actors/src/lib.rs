@@ -27,6 +27,8 @@ pub mod routes;
 mod server;
 pub mod status;
 mod supervisor;
+#[cfg(test)]
+mod test_actors;
 mod transport;
 
 pub use error::{CallError, ConnectionError, DownReason, StartError};

@@ -301,3 +301,6 @@ impl RegistryState {
         advertised
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -15,8 +15,7 @@ use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
 use crate::messages::{
-    CancelledParams, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
-    ProgressParams, methods,
+    InitializeError, InitializeParams, InitializeResult, LogMessageParams, ProgressParams, methods,
 };
 
 /// Where the handshake stands.
@@ -209,17 +208,6 @@ impl<T> ClientSession<T> {
         self.pending.insert(id.clone(), Pending::Request(token));
         let msg = Message::Request(Request::new(id.clone(), method, params));
         Ok((id, msg))
-    }
-
-    /// Stops waiting for `id`: returns its token and the `notifications/cancelled` to send.
-    pub fn cancel(&mut self, id: &RequestId, reason: Option<String>) -> Option<(T, Message)> {
-        let token = self.forget(id)?;
-        let params = CancelledParams {
-            request_id: id.clone(),
-            reason,
-        };
-        let note = Notification::new(methods::CANCELLED, serde_json::to_value(params).ok());
-        Some((token, Message::Notification(note)))
     }
 
     /// Stops waiting for `id` without telling the server.
@@ -459,16 +447,10 @@ mod tests {
     }
 
     #[test]
-    fn cancel_frees_the_slot_and_builds_the_notification() {
+    fn forget_frees_the_slot_and_drops_a_late_answer() {
         let mut s = ready_session();
-        let (id, _) = s.request("tools/call", None, "t").unwrap();
-        let (token, note) = s.cancel(&id, Some("user".into())).unwrap();
-        assert_eq!(token, "t");
-        let Message::Notification(n) = note else {
-            panic!()
-        };
-        assert_eq!(n.method, methods::CANCELLED);
-        assert_eq!(n.params.unwrap()["requestId"], json!(2));
+        let (id, _) = s.request("tools/list", None, "t").unwrap();
+        assert_eq!(s.forget(&id), Some("t"));
         assert_eq!(s.pending_len(), 0);
         let late = s.handle(Message::Response(Response {
             id,

@@ -1,0 +1,129 @@
+//! The registry's route building, driven directly: conflicts advertised for
+//! neither claimant, invalid names reported, removal, and a restarted registry
+//! beginning from what was published.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use mcpvisor_protocol::messages::Tool;
+use serde_json::json;
+
+use super::{RegistryArgs, RegistryState, ToolsReport, published_servers};
+use crate::events::{EventBus, HostEvent};
+use crate::lane::{CallLane, LaneWriter};
+use crate::routes::RouteSnapshot;
+use crate::status::ServerId;
+use crate::test_actors::server_and_transport;
+
+fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
+    let bus = EventBus::new(64);
+    let events = bus.subscribe();
+    let args = RegistryArgs {
+        routes: Arc::new(RouteSnapshot::default()),
+        bus,
+        resume: false,
+    };
+    let state = RegistryState {
+        args,
+        servers: BTreeMap::new(),
+        conflicts: BTreeSet::new(),
+        unpublished: Vec::new(),
+        reports: 0,
+    };
+    (state, events)
+}
+
+async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
+    let ((server, _), (transport, _)) = server_and_transport().await;
+    let lane = Arc::new(CallLane::new(
+        Arc::from(name),
+        server,
+        LaneWriter::Actor(transport),
+        Arc::new(AtomicI64::new(0)),
+        8,
+    ));
+    ToolsReport {
+        id: ServerId(id),
+        name: Arc::from(name),
+        lane,
+        request_timeout: Duration::from_secs(60),
+        tools: tools
+            .iter()
+            .map(|t| Tool {
+                name: t.to_string(),
+                description: None,
+                input_schema: json!({"type": "object"}),
+                annotations: None,
+            })
+            .collect(),
+        rejected: Vec::new(),
+        initial: true,
+        pid: None,
+    }
+}
+
+fn drain(events: &mut tokio::sync::broadcast::Receiver<HostEvent>) -> Vec<HostEvent> {
+    std::iter::from_fn(|| events.try_recv().ok()).collect()
+}
+
+#[tokio::test]
+async fn a_name_two_servers_claim_is_advertised_for_neither() {
+    let (mut state, mut events) = state();
+    state.report(report(1, "a", &["echo", "one"]).await);
+    state.report(report(2, "a", &["echo", "two"]).await);
+    let advertised = state.rebuild();
+    let routes = state.args.routes.load();
+    assert!(
+        routes.get("mcp__a__echo").is_none(),
+        "ambiguous: advertised for neither"
+    );
+    assert!(routes.get("mcp__a__one").is_some() && routes.get("mcp__a__two").is_some());
+    assert_eq!(advertised[&ServerId(1)].len(), 1);
+    let conflicts: Vec<_> = drain(&mut events)
+        .into_iter()
+        .filter(|e| matches!(e, HostEvent::RouteConflict { .. }))
+        .collect();
+    assert_eq!(conflicts.len(), 1, "reported once");
+    // Reported once, not on every rebuild.
+    state.rebuild();
+    assert!(
+        drain(&mut events)
+            .iter()
+            .all(|e| !matches!(e, HostEvent::RouteConflict { .. }))
+    );
+    // One claimant left: the name is routed again.
+    state.servers.remove(&ServerId(2));
+    state.rebuild();
+    assert!(state.args.routes.load().get("mcp__a__echo").is_some());
+}
+
+#[tokio::test]
+async fn names_that_cannot_be_routes_are_reported_not_advertised() {
+    let (mut state, mut events) = state();
+    state.report(report(1, "s", &["ok", "bad name!", "has__double"]).await);
+    state.rebuild();
+    let routes = state.args.routes.load();
+    assert_eq!(routes.len(), 1);
+    let rejected: Vec<String> = drain(&mut events)
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::RouteRejected { tool, .. } => Some(tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rejected, ["bad name!", "has__double"]);
+}
+
+#[tokio::test]
+async fn a_restarted_registry_begins_from_the_published_routes() {
+    let (mut state, _events) = state();
+    state.report(report(1, "a", &["x", "y"]).await);
+    state.report(report(2, "b", &["z"]).await);
+    state.rebuild();
+    let resumed = published_servers(&state.args.routes.load());
+    assert_eq!(resumed.len(), 2);
+    assert_eq!(resumed[&ServerId(1)].routes.len(), 2);
+    assert_eq!(&*resumed[&ServerId(2)].name, "b");
+}
