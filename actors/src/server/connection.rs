@@ -159,6 +159,16 @@ impl Connection {
     }
 
     /// Sends `initialize` and arms the startup timer.
+    /// The server's slot.
+    pub(crate) fn id(&self) -> ServerId {
+        self.id
+    }
+
+    /// The process id (stdio).
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
     pub(crate) fn begin(&mut self, myself: &ActorRef<ServerMsg>) {
         match self.session.initialize() {
             Ok(init) => self.send(&init),

@@ -109,13 +109,6 @@ impl Actor for ServerActor {
         ));
         lane.start_deadlines();
         let _ = sink.lane.set(lane.clone());
-        if let Some(sup) = myself.try_get_supervisor() {
-            let _ = sup.send_message(SupervisorMsg::Spawned {
-                id,
-                actor: myself.get_id(),
-                pid,
-            });
-        }
         let args = ServerArgs {
             id,
             spec,
@@ -125,6 +118,22 @@ impl Actor for ServerActor {
         let mut conn = Connection::new(args, child, pid, lane, ids);
         conn.begin(&myself);
         Ok(conn)
+    }
+
+    /// Linked to the supervisor by now: tell it the process is running.
+    async fn post_start(
+        &self,
+        myself: ActorRef<ServerMsg>,
+        conn: &mut Connection,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(sup) = myself.try_get_supervisor() {
+            let _ = sup.send_message(SupervisorMsg::Spawned {
+                id: conn.id(),
+                actor: myself.get_id(),
+                pid: conn.pid(),
+            });
+        }
+        Ok(())
     }
 
     async fn handle(
