@@ -64,6 +64,8 @@ pub(crate) struct CallLane {
     calls: Mutex<CallTable<Slot, Instant>>,
     /// Wakes the deadline task when a call is due sooner than its timer.
     wake: Arc<Notify>,
+    /// The instant the deadline task sleeps until (`None`: it waits for a call).
+    armed: Mutex<Option<Instant>>,
     deadlines: Mutex<Option<AbortHandle>>,
     /// Set once a failed write was reported to the actor.
     write_failed: AtomicBool,
@@ -93,6 +95,7 @@ impl CallLane {
             ids,
             calls: Mutex::new(CallTable::new(max_in_flight)),
             wake: Arc::new(Notify::new()),
+            armed: Mutex::new(None),
             deadlines: Mutex::new(None),
             write_failed: AtomicBool::new(false),
         }
@@ -129,7 +132,6 @@ impl CallLane {
         let deadline = Instant::now() + timeout;
         {
             let mut calls = self.calls.lock();
-            let sooner = calls.next_deadline().is_none_or(|next| deadline < next);
             let slot = Slot {
                 reply,
                 progress,
@@ -142,7 +144,14 @@ impl CallLane {
                 },
                 _ => self.unavailable(),
             })?;
-            if sooner {
+        }
+        // Wake the timer only for a deadline sooner than the one it sleeps until:
+        // calls one after another (each due later than the last) cost it nothing;
+        // it wakes once at its old deadline and sleeps on to the new earliest.
+        {
+            let mut armed = self.armed.lock();
+            if armed.is_none_or(|at| deadline < at) {
+                *armed = Some(deadline);
                 self.wake.notify_one();
             }
         }
@@ -361,7 +370,12 @@ impl Drop for CallLane {
 async fn watch_deadlines(lane: Weak<CallLane>, wake: Arc<Notify>) {
     loop {
         let next = match lane.upgrade() {
-            Some(lane) => lane.calls.lock().next_deadline(),
+            Some(lane) => {
+                let next = lane.calls.lock().next_deadline();
+                // A sooner deadline set meanwhile left a wake-up, which is taken below.
+                *lane.armed.lock() = next;
+                next
+            }
             None => return,
         };
         match next {

@@ -1,35 +1,44 @@
-//! Every stdio server is forked from one thread that lives as long as the
-//! process.
+//! Every stdio server is forked from one of a few threads that live as long as
+//! the process.
 //!
 //! Linux delivers a child's parent-death signal when the *thread* that forked it
 //! exits, not the process. Forking from whichever thread runs the caller (a
 //! blocking-pool thread retired after idling, a thread an embedding host ends)
-//! would kill healthy servers; forking from this thread, which never ends,
-//! leaves the signal to mean what it should: the host is gone.
+//! would kill healthy servers; forking from these threads, which never end,
+//! leaves the signal to mean what it should: the host is gone. There is one per
+//! core (at most four), so a fleet's forks run side by side.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-static SPAWNER: OnceLock<Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+static SPAWNERS: OnceLock<Result<Vec<mpsc::Sender<Job>>, String>> = OnceLock::new();
+static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 fn spawner() -> std::io::Result<&'static mpsc::Sender<Job>> {
-    let started = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("mcpvisor-spawner".into())
-            .spawn(move || {
-                for job in rx {
-                    job();
-                }
+    let started = SPAWNERS.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        (0..threads)
+            .map(|i| {
+                let (tx, rx) = mpsc::channel::<Job>();
+                std::thread::Builder::new()
+                    .name(format!("mcpvisor-spawner-{i}"))
+                    .spawn(move || {
+                        for job in rx {
+                            job();
+                        }
+                    })
+                    .map(|_| tx)
+                    .map_err(|e| e.to_string())
             })
-            .map(|_| tx)
-            .map_err(|e| e.to_string())
+            .collect()
     });
-    started
+    let senders = started
         .as_ref()
-        .map_err(|e| std::io::Error::other(format!("cannot start the spawner thread: {e}")))
+        .map_err(|e| std::io::Error::other(format!("cannot start the spawner threads: {e}")))?;
+    Ok(&senders[NEXT.fetch_add(1, Ordering::Relaxed) % senders.len()])
 }
 
 /// Runs `f` on the spawner thread inside `runtime`'s context and returns what it
