@@ -177,6 +177,14 @@ impl Project {
         })
     }
 
+    /// The entry named `name`.
+    fn entry(&self, name: &str) -> Result<&ServerEntry, ProjectError> {
+        self.config
+            .servers
+            .get(name)
+            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))
+    }
+
     /// The OAuth facade of HTTP entry `name` (for `login`, `logout` and status).
     /// Only an enabled entry's `oauth` block is evaluated: a disabled or unapproved
     /// one may name variables and key files nobody agreed to read.
@@ -185,11 +193,7 @@ impl Project {
         name: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<OAuth, ProjectError> {
-        let entry = self
-            .config
-            .servers
-            .get(name)
-            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        let entry = self.entry(name)?;
         if entry.disabled || !self.store.is_approved(&self.key, name)? {
             return Err(ProjectError::NotEnabled(name.to_string()));
         }
@@ -211,11 +215,7 @@ impl Project {
         name: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<OAuth, ProjectError> {
-        let entry = self
-            .config
-            .servers
-            .get(name)
-            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        let entry = self.entry(name)?;
         if entry.kind != TransportKind::Http {
             return Err(ProjectError::NotHttp(name.to_string()));
         }
@@ -251,11 +251,7 @@ impl Project {
         name: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(), ProjectError> {
-        let entry = self
-            .config
-            .servers
-            .get(name)
-            .ok_or_else(|| ProjectError::UnknownServer(name.to_string()))?;
+        let entry = self.entry(name)?;
         // The `oauth` block too: a grant or a secret that cannot work is refused now,
         // not at the first start.
         if let Err(problems) = entry
