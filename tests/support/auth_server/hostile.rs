@@ -12,11 +12,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use serde_json::{Map, Value};
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 use super::{Shared, lock};
 
@@ -130,21 +128,7 @@ impl Witness {
         let base = format!("http://{}", listener.local_addr().expect("its address"));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new().fallback(record).with_state(seen.clone());
-        let accept_loop = tokio::spawn(async move {
-            let mut connections = JoinSet::new();
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let service = TowerToHyperService::new(app.clone());
-                connections.spawn(async move {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-                while connections.try_join_next().is_some() {}
-            }
-        });
+        let accept_loop = super::serve(listener, app);
         Witness {
             base,
             seen,

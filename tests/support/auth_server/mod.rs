@@ -114,22 +114,7 @@ impl AuthServer {
             state: Mutex::new(State::default()),
         });
         let app = router(shared.clone());
-        let accept_loop = tokio::spawn(async move {
-            // Connections live in this set, so aborting this task drops them all.
-            let mut connections = JoinSet::new();
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let service = TowerToHyperService::new(app.clone());
-                connections.spawn(async move {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-                while connections.try_join_next().is_some() {}
-            }
-        });
+        let accept_loop = serve(listener, app);
         AuthServer {
             base,
             shared,
@@ -414,4 +399,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Serves `app` on `listener` from one task; its connections live in a set
+/// inside it, so aborting the task drops them all.
+pub(super) fn serve(listener: TcpListener, app: Router) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let service = TowerToHyperService::new(app.clone());
+            connections.spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+            while connections.try_join_next().is_some() {}
+        }
+    })
 }
