@@ -51,16 +51,11 @@ impl Actor for ServerActor {
         myself: ActorRef<ServerMsg>,
         args: ServerArgs,
     ) -> Result<Connection, ActorProcessingErr> {
-        let ServerArgs {
-            id,
-            spec,
-            ctx,
-            failure,
-        } = args;
+        let (spec, ctx) = (args.spec.clone(), args.ctx.clone());
         // A start that fails says why in types, not only in the actor's error text.
         let record = |e: ConnectionError| {
             let text = e.to_string();
-            *failure.lock() = Some(e);
+            *args.failure.lock() = Some(e);
             ActorProcessingErr::from(text)
         };
         let capacity = ctx.options.inbound_queue.max(1);
@@ -109,12 +104,6 @@ impl Actor for ServerActor {
         ));
         lane.start_deadlines();
         let _ = sink.lane.set(lane.clone());
-        let args = ServerArgs {
-            id,
-            spec,
-            ctx,
-            failure,
-        };
         let mut conn = Connection::new(args, child, pid, lane, ids);
         conn.begin(&myself);
         Ok(conn)
