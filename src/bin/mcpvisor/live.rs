@@ -22,6 +22,15 @@ pub(crate) fn tools(host: &Host, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A call's arguments from the command line: a JSON object, else a message and exit code.
+pub(crate) fn parse_arguments(arguments: &str) -> Result<Value, (String, u8)> {
+    match serde_json::from_str(arguments) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(("arguments must be a JSON object".into(), 2)),
+        Err(e) => Err((format!("arguments are not valid JSON: {e}"), 2)),
+    }
+}
+
 pub(crate) async fn call(
     host: &Host,
     name: &str,
@@ -30,15 +39,11 @@ pub(crate) async fn call(
     json: bool,
     stop: &mut StopSignals,
 ) -> ExitCode {
-    let arguments: Value = match serde_json::from_str(arguments) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            eprintln!("mcpvisor: arguments must be a JSON object");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("mcpvisor: arguments are not valid JSON: {e}");
-            return ExitCode::from(2);
+    let arguments = match parse_arguments(arguments) {
+        Ok(v) => v,
+        Err((message, code)) => {
+            eprintln!("mcpvisor: {message}");
+            return ExitCode::from(code);
         }
     };
     let mut options = CallOptions::default();

@@ -4,9 +4,11 @@
 //! for that file (`mcpvisor enable <name>`); with no `.mcp.json` it runs the
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
+mod attached;
 mod live;
 mod offline;
 mod output;
+mod serve;
 mod stop;
 
 use std::io::IsTerminal;
@@ -34,6 +36,10 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// Run the servers for this command alone even when an `mcpvisor serve`
+    /// for the configuration is running.
+    #[arg(long, global = true)]
+    no_attach: bool,
     #[command(flatten)]
     settings: SettingFlags,
     #[command(subcommand)]
@@ -106,6 +112,15 @@ enum Command {
     },
     /// Print events as they happen until Ctrl-C.
     Watch,
+    /// Restart a server of the running `mcpvisor serve` (one that is down or failed
+    /// comes back at once, with a fresh restart budget).
+    Restart {
+        /// The server's name.
+        name: String,
+    },
+    /// Keep the servers running and serve their tools as one MCP server: on the
+    /// local socket (where the other commands attach), and on stdio or HTTP.
+    Serve(serve::ServeArgs),
     /// List every entry of the configuration: type, approval, problems.
     Servers,
     /// Approve a server of the configuration (after checking that it can run).
@@ -198,7 +213,6 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
-        Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json),
         Command::Enable { name } => return offline::enable(project.as_ref(), &name),
         Command::Disable { name } => return offline::disable(project.as_ref(), &name),
         Command::Login { name, headless } => {
@@ -210,13 +224,57 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     // Registered before any server starts, so an early signal is not lost.
     let mut stop = stop::StopSignals::watch()
         .map_err(|e| Failure(format!("cannot watch for signals: {e}"), 1))?;
+    let command = match cli.command {
+        Command::Serve(args) => {
+            let specs = || servers_to_run(project.as_ref());
+            return serve::serve(args, &settings, config_path, specs, &mut stop).await;
+        }
+        command => command,
+    };
+    let attached = if cli.no_attach {
+        None
+    } else {
+        attach(&settings, config_path.as_deref()).await?
+    };
+    if let Some(mut client) = attached {
+        return match command {
+            Command::Tools => attached::tools(&mut client, cli.json).await,
+            Command::Call {
+                name, arguments, ..
+            } => {
+                let arguments =
+                    live::parse_arguments(&arguments).map_err(|(m, c)| Failure(m, c))?;
+                attached::call(&mut client, &name, arguments, cli.json, &mut stop).await
+            }
+            Command::Watch => attached::watch(&mut client, cli.json, &mut stop).await,
+            Command::Restart { name } => attached::restart(&mut client, &name).await,
+            Command::Servers => {
+                let live = attached::live_servers(&mut client).await?;
+                offline::servers(project.as_ref(), &settings, cli.json, Some(&live))
+            }
+            _ => Ok(ExitCode::SUCCESS),
+        };
+    }
+    match command {
+        Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json, None),
+        Command::Restart { name } => {
+            return Err(Failure(
+                format!(
+                    "no `mcpvisor serve` runs for this configuration; start one to restart `{}` in it",
+                    output::clean_line(&name)
+                ),
+                2,
+            ));
+        }
+        _ => {}
+    }
     let specs = servers_to_run(project.as_ref())?;
     let options = settings.supervisor_options();
     let startup = options.startup_timeout;
     let host = Host::start(specs, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
-    let code = match cli.command {
+    let code = match command {
         Command::Watch => live::watch(&host, cli.json, &mut stop).await,
         command => {
             let ready = host.wait_ready(startup + Duration::from_secs(1));
@@ -247,6 +305,27 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     host.shutdown().await;
     Ok(code)
+}
+
+/// A session with the running `serve` for this configuration, if there is one.
+async fn attach(
+    settings: &Settings,
+    config: Option<&std::path::Path>,
+) -> Result<Option<mcpvisor_serve::client::Client>, Failure> {
+    let place = mcpvisor_serve::socket::SocketPlace::for_config(&settings.home, config)
+        .map_err(|e| Failure(format!("cannot name the socket: {e}"), 1))?;
+    let stream = match mcpvisor_serve::socket::connect(&place).await {
+        Ok(Some(stream)) => stream,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot reach a running serve; running the servers here");
+            return Ok(None);
+        }
+    };
+    mcpvisor_serve::client::Client::start(stream)
+        .await
+        .map(Some)
+        .map_err(|e| Failure(format!("attaching to the running serve failed: {e}"), 1))
 }
 
 /// The enabled entries of the project (reporting the others), or the demo server.

@@ -17,11 +17,17 @@ fn need(project: Option<&Project>) -> Result<&Project, Failure> {
     project.ok_or_else(|| Failure("no .mcp.json here; pass --config PATH".into(), 2))
 }
 
+/// Lists the entries; `live` holds the statuses of a running `serve`, shown
+/// beside each entry.
 pub(crate) fn servers(
     project: Option<&Project>,
     settings: &Settings,
     json: bool,
+    live: Option<&[Value]>,
 ) -> Result<ExitCode, Failure> {
+    let running = |name: &str| -> Option<&Value> {
+        live.and_then(|all| all.iter().find(|s| s["name"].as_str() == Some(name)))
+    };
     let passthrough = settings.env_passthrough().0;
     let environment = |name: &str| -> Vec<String> {
         project
@@ -33,10 +39,13 @@ pub(crate) fn servers(
         if json {
             println!(
                 "{}",
-                json!([{"name": "demo", "type": "stdio", "source": "built-in", "enabled": true, "approved": true, "problems": []}])
+                json!([{"name": "demo", "type": "stdio", "source": "built-in", "enabled": true, "approved": true, "problems": [], "running": running("demo")}])
             );
         } else {
             println!("demo                 stdio  built-in demo server (no .mcp.json here)");
+            if let Some(s) = running("demo") {
+                println!("    {}", crate::attached::live_line(s));
+            }
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -53,6 +62,7 @@ pub(crate) fn servers(
                     "auth": auth_state(project, &s.name),
                     "environment": environment(&s.name),
                     "problems": s.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "running": running(&s.name),
                 })
             })
             .collect();
@@ -79,6 +89,9 @@ pub(crate) fn servers(
         }
         for p in &s.problems {
             println!("    problem: {}", crate::output::clean_line(&p.to_string()));
+        }
+        if let Some(live) = running(&s.name) {
+            println!("    {}", crate::attached::live_line(live));
         }
     }
     Ok(ExitCode::SUCCESS)

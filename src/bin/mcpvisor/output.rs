@@ -86,65 +86,7 @@ fn raw_state_text(s: &ServerState) -> String {
     }
 }
 
-pub(crate) fn event_json(e: &HostEvent) -> Value {
-    match e {
-        HostEvent::ServerStarting { server, attempt } => {
-            json!({"event": "server_starting", "server": &**server, "attempt": attempt})
-        }
-        HostEvent::ServerReady { server, pid, tools } => {
-            json!({"event": "server_ready", "server": &**server, "pid": pid, "tools": tools})
-        }
-        HostEvent::ServerRestarting {
-            server,
-            attempt,
-            backoff,
-            reason,
-        } => json!({
-            "event": "server_restarting", "server": &**server, "attempt": attempt,
-            "backoff_ms": backoff.as_millis() as u64, "reason": reason.to_string()
-        }),
-        HostEvent::ServerFailed { server, reason } => {
-            json!({"event": "server_failed", "server": &**server, "reason": reason.to_string()})
-        }
-        HostEvent::ServerStopped { server } => {
-            json!({"event": "server_stopped", "server": &**server})
-        }
-        HostEvent::ToolsChanged { server, tools } => json!({
-            "event": "tools_changed", "server": &**server,
-            "tools": tools.iter().map(|t| t.as_str()).collect::<Vec<_>>()
-        }),
-        HostEvent::RouteConflict { name, servers } => json!({
-            "event": "route_conflict", "name": name.as_str(),
-            "servers": servers.iter().map(|s| &**s).collect::<Vec<_>>()
-        }),
-        HostEvent::RouteRejected {
-            server,
-            tool,
-            reason,
-        } => {
-            json!({"event": "route_rejected", "server": &**server, "tool": tool, "reason": reason})
-        }
-        HostEvent::Progress { server, progress } => json!({
-            "event": "progress", "server": &**server, "progress": progress.progress,
-            "total": progress.total, "message": progress.message
-        }),
-        HostEvent::ServerLog { server, message } => json!({
-            "event": "server_log", "server": &**server, "level": message.level,
-            "logger": message.logger, "data": message.data
-        }),
-        HostEvent::SessionRenewed { server } => {
-            json!({"event": "session_renewed", "server": &**server})
-        }
-        HostEvent::LoginRequired { server, reason } => {
-            json!({"event": "login_required", "server": &**server, "reason": reason.to_string()})
-        }
-        HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
-        HostEvent::RegistryRestarted { reason } => {
-            json!({"event": "registry_restarted", "reason": reason})
-        }
-        other => json!({"event": format!("{other:?}")}),
-    }
-}
+pub(crate) use mcpvisor_serve::wire::event_json;
 
 pub(crate) fn event_line(e: &HostEvent) -> String {
     clean_line(&e.to_string())

@@ -1,0 +1,106 @@
+//! What every downstream session shares: the supervised host, the options,
+//! and the signal that the gateway is stopping.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor::Host;
+use tokio::sync::watch;
+
+/// Limits and choices of `mcpvisor serve` that apply to every session.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GatewayOptions {
+    /// Requests one session may have in flight; more are refused with an error.
+    pub max_in_flight: usize,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// Route changes within this window become one `notifications/tools/list_changed`.
+    pub coalesce: Duration,
+    /// Messages queued for a session's reader before notifications are dropped
+    /// (progress, logs, events; answers wait instead).
+    pub outbound_queue: usize,
+    /// How long `tools/list` and `tools/call` wait, after the gateway starts,
+    /// for the servers' first start to settle (so a host that connects at once
+    /// sees the tools instead of an empty list).
+    pub first_start: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            max_in_flight: 64,
+            page_size: 1000,
+            coalesce: Duration::from_millis(50),
+            outbound_queue: 256,
+            first_start: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The supervised host behind every session, and the stop signal.
+pub struct Gateway {
+    host: Host,
+    options: GatewayOptions,
+    stopping: watch::Sender<bool>,
+    settled: watch::Sender<bool>,
+}
+
+impl Gateway {
+    /// A gateway in front of `host`.
+    pub fn new(host: Host, options: GatewayOptions) -> Arc<Gateway> {
+        let gateway = Arc::new(Gateway {
+            host,
+            options,
+            stopping: watch::channel(false).0,
+            settled: watch::channel(false).0,
+        });
+        let weak = Arc::downgrade(&gateway);
+        let (host, wait) = (gateway.host.clone(), gateway.options.first_start);
+        tokio::spawn(async move {
+            host.wait_ready(wait).await;
+            if let Some(gateway) = weak.upgrade() {
+                gateway.settled.send_replace(true);
+            }
+        });
+        gateway
+    }
+
+    /// Resolves once every server's first start settled (ready, failed or
+    /// waiting for a login), [`GatewayOptions::first_start`] passed, or the
+    /// gateway is stopping.
+    pub async fn first_start_settled(&self) {
+        let mut settled = self.settled.subscribe();
+        tokio::select! {
+            _ = settled.wait_for(|s| *s) => {}
+            () = self.stopped() => {}
+        }
+    }
+
+    /// The supervised host.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The options every session follows.
+    pub fn options(&self) -> &GatewayOptions {
+        &self.options
+    }
+
+    /// Starts stopping: calls in flight are answered with a shutdown error and
+    /// listeners stop accepting.
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// True once [`Gateway::stop`] was called.
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Resolves once [`Gateway::stop`] was called.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}

@@ -1,0 +1,122 @@
+//! A session over newline-delimited JSON-RPC: `serve --stdio` and every
+//! connection to the local socket.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::frame::{FrameDecoder, FrameError};
+use mcpvisor_protocol::jsonrpc::{Incoming, Message, MessageError, error_codes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::gateway::Gateway;
+use crate::session::{Outbound, Session, error_message};
+use crate::tools::Naming;
+
+/// The longest line a downstream client may send.
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// How long a stopping gateway waits for a session's answers to be written.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Runs one session on `reader`/`writer` until the client closes its side or
+/// the gateway stops. Calls still in flight then have two seconds to answer
+/// (a stopping gateway answers them with a shutdown error at once); what is
+/// left is cancelled upstream.
+pub async fn serve_lines<R, W>(gateway: Arc<Gateway>, naming: Naming, mut reader: R, writer: W)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(gateway.options().outbound_queue);
+    let session = Session::open(gateway.clone(), naming, tx.clone());
+    let writer = tokio::spawn(write_lines(rx, writer));
+    let mut decoder = FrameDecoder::new(MAX_LINE);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let read = tokio::select! {
+            read = reader.read(&mut buf) => read,
+            () = gateway.stopped() => break,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let pushed = decoder.push(&buf[..n], |line| frames.push(line.to_vec()));
+        for frame in frames.drain(..) {
+            receive(&session, &frame, &tx).await;
+        }
+        if let Err(FrameError::TooLarge { limit }) = pushed {
+            let refusal = error_message(
+                None,
+                error_codes::INVALID_REQUEST,
+                format!("message longer than {limit} bytes; it was skipped"),
+            );
+            let _ = tx.send(refusal).await;
+        }
+    }
+    // A stopping gateway's calls answer with a shutdown error of their own
+    // accord; a client that closed its side after its last request (a piped
+    // script) gets the answers that come soon. The rest are cancelled.
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while session.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    session.close();
+    drop(session);
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn receive(session: &Arc<Session>, frame: &[u8], tx: &Outbound) {
+    match Message::parse(frame) {
+        Ok(Incoming::Single(message)) => session.receive(message, tx),
+        // Each member is answered on its own line (a batch is rare on stdio).
+        Ok(Incoming::Batch(items)) => {
+            for item in items {
+                match item {
+                    Ok(message) => session.receive(message, tx),
+                    Err(e) => {
+                        let _ = tx.send(parse_error(&e)).await;
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            let _ = tx.send(parse_error(&e)).await;
+        }
+    }
+}
+
+/// The answer to bytes that are not a JSON-RPC message.
+pub(crate) fn parse_error(e: &MessageError) -> Message {
+    let code = match e {
+        MessageError::InvalidJson(_) => error_codes::PARSE_ERROR,
+        _ => error_codes::INVALID_REQUEST,
+    };
+    error_message(None, code, e.to_string())
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Message>, mut writer: W) {
+    let mut out = Vec::with_capacity(4096);
+    while let Some(message) = rx.recv().await {
+        out.clear();
+        message.write_to(&mut out);
+        out.push(b'\n');
+        // Whatever else is ready goes out in the same write.
+        while out.len() < 64 * 1024 {
+            match rx.try_recv() {
+                Ok(next) => {
+                    next.write_to(&mut out);
+                    out.push(b'\n');
+                }
+                Err(_) => break,
+            }
+        }
+        if writer.write_all(&out).await.is_err() || writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}

@@ -1,0 +1,95 @@
+//! What a downstream session is told when a routed call does not return a result.
+//!
+//! The rule: a name that routes nowhere is a protocol error (the host asked
+//! for something that does not exist); everything that went wrong *behind* a
+//! valid name is a tool result with `isError: true` and a sentence a model can
+//! act on ("restarted; retry"), because hosts show those to the model and
+//! usually hide protocol errors.
+
+use mcpvisor::{CallError, Host, QualifiedMcpToolName, ServerState};
+use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
+use serde_json::{Value, json};
+
+/// A call's answer to the session: a result (possibly `isError`) or a JSON-RPC error.
+pub(crate) type Outcome = Result<Value, ErrorObject>;
+
+/// A tool result carrying one text block and `isError: true`.
+pub(crate) fn tool_error(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+}
+
+/// The answer for a name with no route: an error the model can act on when the
+/// name's server exists but is down, else `Invalid params: unknown tool`.
+pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> Outcome {
+    let server = routed
+        .and_then(|r| QualifiedMcpToolName::parse(r).ok())
+        .map(|n| n.server().to_string());
+    let status = server
+        .as_deref()
+        .and_then(|s| host.servers().into_iter().find(|st| &*st.name == s));
+    let Some(status) = status else {
+        return Err(ErrorObject {
+            code: error_codes::INVALID_PARAMS,
+            message: format!("unknown tool: {advertised}"),
+            data: None,
+        });
+    };
+    let name = &status.name;
+    Ok(tool_error(match &status.state {
+        ServerState::Starting { .. } => {
+            format!("server `{name}` is starting; retry in a moment")
+        }
+        ServerState::Restarting { reason, .. } => {
+            format!("server `{name}` is restarting after: {reason}; retry in a moment")
+        }
+        ServerState::Failed { reason } => format!(
+            "server `{name}` failed too often and stays down ({reason}); it needs `mcpvisor restart {name}`"
+        ),
+        ServerState::LoginRequired { .. } => format!(
+            "server `{name}` needs a login: run `mcpvisor login {name}`, then `mcpvisor restart {name}`"
+        ),
+        ServerState::Ready => format!(
+            "server `{name}` does not offer `{advertised}` (its tools changed); list the tools again"
+        ),
+        _ => format!("server `{name}` is stopped"),
+    }))
+}
+
+/// The answer for a call that failed behind a valid route.
+pub(crate) fn failed(error: CallError) -> Outcome {
+    match error {
+        // The server itself answered with a protocol error: pass it on as one.
+        CallError::Rpc { error, .. } => Err(error),
+        CallError::Timeout { server, after } => Ok(tool_error(format!(
+            "server `{server}` did not answer within {}s; its connection was restarted; retry once it is back",
+            after.as_secs_f64()
+        ))),
+        CallError::ConnectionTimedOut { server } => Ok(tool_error(format!(
+            "server `{server}` was restarted because another call to it timed out; retry"
+        ))),
+        CallError::Transport { server, source } => Ok(tool_error(format!(
+            "server `{server}` crashed or closed its connection ({source}); it is restarting; retry"
+        ))),
+        CallError::ConnectionClosed { server, reason } => Ok(tool_error(format!(
+            "server `{server}` restarted ({reason}); retry"
+        ))),
+        CallError::ServerUnavailable { server } => Ok(tool_error(format!(
+            "server `{server}` is not available (restarting or failed); retry in a moment"
+        ))),
+        CallError::Overloaded { server, limit } => Ok(tool_error(format!(
+            "server `{server}` has {limit} calls in flight; retry later"
+        ))),
+        CallError::InvalidResult { server, source } => Ok(tool_error(format!(
+            "server `{server}` sent a result that is not a valid tool result: {source}"
+        ))),
+        CallError::Shutdown => Ok(tool_error("mcpvisor is shutting down")),
+        other => Ok(tool_error(other.to_string())),
+    }
+}
+
+/// The answer for a call still running when the gateway shuts down.
+pub(crate) fn shutting_down() -> Outcome {
+    Ok(tool_error(
+        "mcpvisor is shutting down; the call was abandoned",
+    ))
+}

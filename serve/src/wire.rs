@@ -1,0 +1,124 @@
+//! The JSON shapes of mcpvisor's own methods (`mcpvisor/servers`,
+//! `mcpvisor/watch`): server statuses and events, as the CLI prints them with
+//! `--json` too.
+
+use mcpvisor::{HostEvent, ServerState, ServerStatus};
+use serde_json::{Value, json};
+
+/// A server's state as one word (`starting`, `ready`, `restarting`, `failed`,
+/// `login_required`, `stopped`).
+pub fn state_word(state: &ServerState) -> &'static str {
+    match state {
+        ServerState::Starting { .. } => "starting",
+        ServerState::Ready => "ready",
+        ServerState::Restarting { .. } => "restarting",
+        ServerState::Failed { .. } => "failed",
+        ServerState::LoginRequired { .. } => "login_required",
+        _ => "stopped",
+    }
+}
+
+/// A server's state for a person: the word and, when down, why.
+pub fn state_text(state: &ServerState) -> String {
+    match state {
+        ServerState::Starting { attempt } => format!("starting (attempt {attempt})"),
+        ServerState::Ready => "ready".into(),
+        ServerState::Restarting {
+            attempt,
+            backoff,
+            reason,
+        } => format!("restarting (attempt {attempt}, in {backoff:?}): {reason}"),
+        ServerState::Failed { reason } => format!("failed: {reason}"),
+        ServerState::LoginRequired { reason } => format!("login required: {reason}"),
+        _ => "stopped".into(),
+    }
+}
+
+/// One server's status.
+pub fn status_json(s: &ServerStatus) -> Value {
+    json!({
+        "name": &*s.name,
+        "state": state_word(&s.state),
+        "detail": state_text(&s.state),
+        "pid": s.pid,
+        "tools": s.tools,
+        "restarts": s.restarts,
+        "serverInfo": s.initialize.as_ref().map(|i| json!({
+            "name": i.server_info.name, "version": i.server_info.version
+        })),
+    })
+}
+
+/// One event.
+pub fn event_json(e: &HostEvent) -> Value {
+    match e {
+        HostEvent::ServerStarting { server, attempt } => {
+            json!({"event": "server_starting", "server": &**server, "attempt": attempt})
+        }
+        HostEvent::ServerReady { server, pid, tools } => {
+            json!({"event": "server_ready", "server": &**server, "pid": pid, "tools": tools})
+        }
+        HostEvent::ServerRestarting {
+            server,
+            attempt,
+            backoff,
+            reason,
+        } => json!({
+            "event": "server_restarting", "server": &**server, "attempt": attempt,
+            "backoff_ms": backoff.as_millis() as u64, "reason": reason.to_string()
+        }),
+        HostEvent::ServerFailed { server, reason } => {
+            json!({"event": "server_failed", "server": &**server, "reason": reason.to_string()})
+        }
+        HostEvent::ServerStopped { server } => {
+            json!({"event": "server_stopped", "server": &**server})
+        }
+        HostEvent::ToolsChanged { server, tools } => json!({
+            "event": "tools_changed", "server": &**server,
+            "tools": tools.iter().map(|t| t.as_str()).collect::<Vec<_>>()
+        }),
+        HostEvent::RouteConflict { name, servers } => json!({
+            "event": "route_conflict", "name": name.as_str(),
+            "servers": servers.iter().map(|s| &**s).collect::<Vec<_>>()
+        }),
+        HostEvent::RouteRejected {
+            server,
+            tool,
+            reason,
+        } => {
+            json!({"event": "route_rejected", "server": &**server, "tool": tool, "reason": reason})
+        }
+        HostEvent::Progress { server, progress } => json!({
+            "event": "progress", "server": &**server, "progress": progress.progress,
+            "total": progress.total, "message": progress.message
+        }),
+        HostEvent::ServerLog { server, message } => json!({
+            "event": "server_log", "server": &**server, "level": message.level,
+            "logger": message.logger, "data": message.data
+        }),
+        HostEvent::SessionRenewed { server } => {
+            json!({"event": "session_renewed", "server": &**server})
+        }
+        HostEvent::LoginRequired { server, reason } => {
+            json!({"event": "login_required", "server": &**server, "reason": reason.to_string()})
+        }
+        HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
+        HostEvent::RegistryRestarted { reason } => {
+            json!({"event": "registry_restarted", "reason": reason})
+        }
+        other => json!({"event": "other", "text": other.to_string()}),
+    }
+}
+
+/// Whether an event can change the advertised tool set (and so warrants a
+/// `notifications/tools/list_changed`).
+pub(crate) fn changes_routes(e: &HostEvent) -> bool {
+    !matches!(
+        e,
+        HostEvent::ServerStarting { .. }
+            | HostEvent::Progress { .. }
+            | HostEvent::ServerLog { .. }
+            | HostEvent::RouteRejected { .. }
+            | HostEvent::SessionRenewed { .. }
+    )
+}

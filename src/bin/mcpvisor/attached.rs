@@ -1,0 +1,202 @@
+//! `tools`, `call`, `servers`, `watch` and `restart` through a running `serve`:
+//! no server is started, and every command sees the same supervisor.
+
+use std::process::ExitCode;
+
+use mcpvisor::protocol::messages::{CallToolResult, methods};
+use mcpvisor::{QualifiedMcpToolName, ToolDefinition};
+use mcpvisor_serve::client::{Client, ClientError};
+use mcpvisor_serve::session::extension;
+use serde_json::{Value, json};
+
+use crate::Failure;
+use crate::output;
+use crate::stop::StopSignals;
+
+fn failed(e: ClientError) -> Failure {
+    Failure(e.to_string(), 1)
+}
+
+/// Every routed tool, page by page.
+async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let page = client
+            .request(methods::TOOLS_LIST, params, |_| {})
+            .await
+            .map_err(failed)?;
+        for tool in page["tools"].as_array().into_iter().flatten() {
+            let Some(name) = tool["name"]
+                .as_str()
+                .and_then(|n| QualifiedMcpToolName::parse(n).ok())
+            else {
+                continue;
+            };
+            tools.push(ToolDefinition {
+                name,
+                description: tool["description"].as_str().unwrap_or("").to_string(),
+                input_schema: tool["inputSchema"].clone(),
+            });
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) if tools.len() < 1_000_000 => cursor = Some(next.to_string()),
+            _ => return Ok(tools),
+        }
+    }
+}
+
+pub(crate) async fn tools(client: &mut Client, json: bool) -> Result<ExitCode, Failure> {
+    let tools = all_tools(client).await?;
+    if json {
+        let all: Vec<Value> = tools.iter().map(output::tool_json).collect();
+        println!("{}", Value::Array(all));
+    } else {
+        for t in &tools {
+            println!("{}", output::tool_line(t));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn call(
+    client: &mut Client,
+    name: &str,
+    arguments: Value,
+    json: bool,
+    stop: &mut StopSignals,
+) -> Result<ExitCode, Failure> {
+    let params = json!({"name": name, "arguments": arguments, "_meta": {"progressToken": "cli"}});
+    let on_progress = |n: &mcpvisor::protocol::jsonrpc::Notification| {
+        if json || n.method != methods::PROGRESS {
+            return;
+        }
+        let p = n.params.clone().unwrap_or_default();
+        let total = p["total"]
+            .as_f64()
+            .map(|t| format!("/{t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "progress {}{total} {}",
+            p["progress"].as_f64().unwrap_or_default(),
+            output::clean_line(p["message"].as_str().unwrap_or(""))
+        );
+    };
+    let mut code = None;
+    let answer = client
+        .request_until(methods::TOOLS_CALL, params, on_progress, async {
+            code = Some(stop.recv().await);
+        })
+        .await;
+    let value = match answer {
+        Ok(value) => value,
+        Err(ClientError::Cancelled) => {
+            eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
+            return Ok(ExitCode::from(code.unwrap_or(130)));
+        }
+        Err(ClientError::Rpc(e)) => {
+            eprintln!("mcpvisor: {}", output::clean(&e.message));
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(failed(e)),
+    };
+    let result = CallToolResult::parse(value)
+        .map_err(|e| Failure(format!("serve sent an invalid tool result: {e}"), 1))?;
+    if json {
+        println!("{}", result.to_value());
+    } else {
+        println!("{}", output::result_text(&result));
+    }
+    Ok(if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Every server's live status in the running `serve` (see `mcpvisor_serve::wire::status_json`).
+pub(crate) async fn live_servers(client: &mut Client) -> Result<Vec<Value>, Failure> {
+    let mut answer = client
+        .request(extension::SERVERS, json!({}), |_| {})
+        .await
+        .map_err(failed)?;
+    match answer["servers"].take() {
+        Value::Array(all) => Ok(all),
+        _ => Err(Failure("serve sent no server list".into(), 1)),
+    }
+}
+
+/// One line for a live status.
+pub(crate) fn live_line(s: &Value) -> String {
+    let pid = s["pid"]
+        .as_u64()
+        .map(|p| format!(", pid {p}"))
+        .unwrap_or_default();
+    format!(
+        "running: {}{pid}, {} tools, {} restarts",
+        output::clean_line(s["detail"].as_str().unwrap_or("?")),
+        s["tools"],
+        s["restarts"],
+    )
+}
+
+pub(crate) async fn watch(
+    client: &mut Client,
+    json: bool,
+    stop: &mut StopSignals,
+) -> Result<ExitCode, Failure> {
+    client
+        .request(extension::WATCH, json!({}), |_| {})
+        .await
+        .map_err(failed)?;
+    loop {
+        let next = tokio::select! {
+            n = client.next_notification() => n.map_err(failed)?,
+            code = stop.recv() => {
+                return Ok(if code == 130 { ExitCode::SUCCESS } else { ExitCode::from(code) });
+            }
+        };
+        let Some(n) = next else {
+            eprintln!("mcpvisor: serve stopped");
+            return Ok(ExitCode::SUCCESS);
+        };
+        if n.method != extension::EVENT {
+            continue;
+        }
+        let params = n.params.unwrap_or_default();
+        if json {
+            println!("{}", params["event"]);
+        } else {
+            println!(
+                "{}",
+                output::clean_line(params["text"].as_str().unwrap_or(""))
+            );
+        }
+    }
+}
+
+pub(crate) async fn restart(client: &mut Client, name: &str) -> Result<ExitCode, Failure> {
+    let answer = client
+        .request(extension::RESTART, json!({ "server": name }), |_| {})
+        .await;
+    match answer {
+        Ok(v) => {
+            let n = v["restarted"].as_u64().unwrap_or(0);
+            if n == 0 {
+                println!(
+                    "server `{}` was running; nothing to restart",
+                    output::clean_line(name)
+                );
+            } else {
+                println!("restarted server `{}`", output::clean_line(name));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(ClientError::Rpc(e)) => Err(Failure(e.message, 2)),
+        Err(e) => Err(failed(e)),
+    }
+}

@@ -1,0 +1,164 @@
+//! `mcpvisor serve`: the supervisor as a long-lived MCP server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use mcpvisor::Host;
+use mcpvisor::settings::Settings;
+use mcpvisor_serve::http::{BearerToken, HttpEndpoint, HttpOptions};
+use mcpvisor_serve::lines::serve_lines;
+use mcpvisor_serve::socket::{self, SocketError, SocketListener, SocketPlace};
+use mcpvisor_serve::{Gateway, GatewayOptions, Naming};
+
+use crate::Failure;
+use crate::output;
+use crate::stop::StopSignals;
+
+/// Options of `mcpvisor serve`.
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// Serve one MCP session on stdin/stdout (for a host's config entry).
+    #[arg(long)]
+    stdio: bool,
+    /// Serve Streamable HTTP at http://ADDR/mcp (loopback unless --token-file is given).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// A 0600 file holding the bearer token HTTP clients must send.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+    /// An Origin accepted besides loopback ones (repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Advertise `server__tool` instead of `mcp__server__tool` (for hosts that prefix names).
+    #[arg(long)]
+    short_names: bool,
+    /// HTTP sessions open at once.
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
+    /// An idle HTTP session is closed after this many milliseconds.
+    #[arg(long, default_value_t = 30 * 60 * 1000)]
+    session_idle_ms: u64,
+}
+
+pub(crate) async fn serve(
+    args: ServeArgs,
+    settings: &Settings,
+    config: Option<PathBuf>,
+    specs: impl FnOnce() -> Result<Vec<mcpvisor::ServerSpec>, Failure>,
+    stop: &mut StopSignals,
+) -> Result<ExitCode, Failure> {
+    let naming = if args.short_names {
+        Naming::Short
+    } else {
+        Naming::Qualified
+    };
+    let place = SocketPlace::for_config(&settings.home, config.as_deref())
+        .map_err(|e| Failure(format!("cannot name the socket: {e}"), 1))?;
+    let listener = match SocketListener::bind(&place) {
+        Ok(listener) => listener,
+        Err(SocketError::AlreadyServing { .. }) if args.stdio && args.http.is_none() => {
+            // One supervisor per configuration: a second host shares the running one.
+            return relay_stdio(&place).await;
+        }
+        Err(e) => return Err(Failure(e.to_string(), 1)),
+    };
+    let mut http_options = HttpOptions::default();
+    http_options.max_sessions = args.max_sessions;
+    http_options.idle = Duration::from_millis(args.session_idle_ms);
+    http_options.allowed_origins = args.allow_origin.clone();
+    http_options.naming = naming;
+    if let Some(path) = &args.token_file {
+        http_options.token =
+            Some(BearerToken::from_file(path).map_err(|e| Failure(e.to_string(), 2))?);
+    }
+    let options = settings.supervisor_options();
+    let mut gateway_options = GatewayOptions::default();
+    gateway_options.first_start = options.startup_timeout + Duration::from_secs(1);
+    let host = Host::start(specs()?, options)
+        .await
+        .map_err(|e| Failure(e.to_string(), 1))?;
+    let gateway = Gateway::new(host.clone(), gateway_options);
+    let mut tasks = Vec::new();
+    if let Some(addr) = args.http {
+        let endpoint = match HttpEndpoint::bind(addr, gateway.clone(), http_options).await {
+            Ok(endpoint) => endpoint,
+            Err(e) => {
+                host.shutdown().await;
+                return Err(Failure(e.to_string(), 2));
+            }
+        };
+        let bound = endpoint
+            .local_addr()
+            .map_err(|e| Failure(e.to_string(), 1))?;
+        eprintln!("mcpvisor: serving http://{bound}/mcp");
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = endpoint.serve().await {
+                tracing::error!(error = %e, "the HTTP endpoint failed");
+            }
+        }));
+    }
+    let listener = Arc::new(listener);
+    eprintln!(
+        "mcpvisor: listening on {}",
+        output::clean_line(&listener.path().display().to_string())
+    );
+    {
+        let listener = listener.clone();
+        let gateway = gateway.clone();
+        tasks.push(tokio::spawn(async move { listener.serve(gateway).await }));
+    }
+    let code = if args.stdio {
+        let session = serve_lines(
+            gateway.clone(),
+            naming,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        );
+        tokio::select! {
+            // The host closed stdin: the MCP way to say it is done.
+            () = session => ExitCode::SUCCESS,
+            _ = stop.recv() => ExitCode::SUCCESS,
+        }
+    } else {
+        stop.recv().await;
+        ExitCode::SUCCESS
+    };
+    gateway.stop();
+    for task in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    }
+    host.shutdown().await;
+    drop(listener);
+    Ok(code)
+}
+
+/// Joins stdin/stdout to the running `serve` for this configuration.
+async fn relay_stdio(place: &SocketPlace) -> Result<ExitCode, Failure> {
+    let Some(stream) = socket::connect(place)
+        .await
+        .map_err(|e| Failure(format!("cannot reach the running serve: {e}"), 1))?
+    else {
+        return Err(Failure(
+            "another serve holds this configuration's lock but does not answer".into(),
+            1,
+        ));
+    };
+    tracing::info!("sharing the running serve for this configuration");
+    let (mut reader, mut writer) = stream.into_split();
+    let (mut stdin, mut stdout) = (tokio::io::stdin(), tokio::io::stdout());
+    let down = tokio::io::copy(&mut reader, &mut stdout);
+    let mut down = std::pin::pin!(down);
+    tokio::select! {
+        _ = tokio::io::copy(&mut stdin, &mut writer) => {
+            // The host is done: the serve answers what is in flight, then closes.
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
+            let _ = tokio::time::timeout(Duration::from_secs(3), &mut down).await;
+        }
+        _ = &mut down => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
