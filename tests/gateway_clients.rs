@@ -97,19 +97,34 @@ fn empty_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// Collects everything `pipe` yields into a shared string, on a thread.
-fn collect(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = text.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            let mut sink = sink.lock().unwrap();
-            sink.push_str(&line);
-            sink.push('\n');
-        }
-    });
-    text
+/// What a pipe yielded so far, collected on a thread until EOF.
+struct Collected {
+    text: Arc<Mutex<String>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Collected {
+    fn start(pipe: impl Read + Send + 'static) -> Collected {
+        let text = Arc::new(Mutex::new(String::new()));
+        let sink = text.clone();
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+            let _ = done_tx.send(());
+        });
+        Collected { text, done }
+    }
+
+    /// The text once the pipe ends, or what came within `within` (a grandchild may hold it open).
+    fn finish(self, within: Duration) -> String {
+        let _ = self.done.recv_timeout(within);
+        self.text.lock().unwrap().clone()
+    }
 }
 
 /// Waits for `child` up to `within`; `None` when it is still running then.
@@ -144,17 +159,15 @@ fn run_client(sdk: Sdk, dir: &Path, args: &[String]) -> Report {
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().expect("start the client");
-    let stdout = collect(child.stdout.take().unwrap());
-    let stderr = collect(child.stderr.take().unwrap());
+    let stdout = Collected::start(child.stdout.take().unwrap());
+    let stderr = Collected::start(child.stderr.take().unwrap());
     let status = wait_timeout(&mut child, CLIENT_TIMEOUT);
     if status.is_none() {
         let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
         let _ = child.wait();
     }
-    // The reader threads finish at EOF, shortly after the exit.
-    std::thread::sleep(Duration::from_millis(100));
-    let stdout = stdout.lock().unwrap().clone();
-    let stderr = stderr.lock().unwrap().clone();
+    let stdout = stdout.finish(Duration::from_secs(2));
+    let stderr = stderr.finish(Duration::from_secs(2));
     let Some(status) = status else {
         panic!(
             "{sdk:?} client still running after {CLIENT_TIMEOUT:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"

@@ -194,6 +194,22 @@ async fn pid(client: &Client, logs: &Logs) -> u32 {
         .unwrap_or_else(|_| panic!("pid answered {result:?}\nserve stderr:\n{}", logs.text()))
 }
 
+/// Re-lists on each list_changed past the `seen`th until the demo server's tools are there.
+async fn tools_after_list_changed(
+    client: &Client,
+    recorder: &Recorder,
+    mut seen: usize,
+    logs: &Logs,
+) -> Vec<String> {
+    loop {
+        seen = recorder.list_changed_past(seen).await;
+        let names = tool_names(client, logs).await;
+        if names.iter().any(|t| t == ECHO) {
+            return names;
+        }
+    }
+}
+
 /// The scenario on an initialized session.
 async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
     let info = client.peer_info().expect("the server's initialize result");
@@ -203,7 +219,18 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
         "negotiated version"
     );
 
-    let tools = tool_names(client, logs).await;
+    // serve may answer before the demo server is up: its tools then come with a list_changed.
+    let changes = recorder.list_changed.load(Ordering::SeqCst);
+    let mut tools = tool_names(client, logs).await;
+    if !tools.iter().any(|t| t == ECHO) {
+        tools = bounded(
+            "list_changed and the demo tools at start",
+            RECOVERY_TIMEOUT,
+            logs,
+            tools_after_list_changed(client, recorder, changes, logs),
+        )
+        .await;
+    }
     for tool in DEMO_TOOLS {
         assert!(tools.iter().any(|t| t == tool), "{tool} not in {tools:?}");
     }
@@ -275,22 +302,11 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
         "the crashed call is not a tool error: {crash:?}\nserve stderr:\n{}",
         logs.text()
     );
-    // Re-list on each list_changed until the demo server's tools are back.
-    let recovered = async {
-        let mut seen = changes_before;
-        loop {
-            seen = recorder.list_changed_past(seen).await;
-            let names = tool_names(client, logs).await;
-            if names.iter().any(|t| t == ECHO) {
-                return;
-            }
-        }
-    };
     bounded(
         "list_changed and the demo tools back after the crash",
         RECOVERY_TIMEOUT,
         logs,
-        recovered,
+        tools_after_list_changed(client, recorder, changes_before, logs),
     )
     .await;
     let after = pid(client, logs).await;

@@ -71,6 +71,18 @@ class Scenario:
                 break
         return names
 
+    async def tools_after_list_changed(self, session: ClientSession, seen: int) -> list[str]:
+        """Re-lists on each list_changed past the `seen`th until the demo server's tools are there."""
+        while True:
+            while self.list_changed <= seen:
+                self.list_changed_event = anyio.Event()
+                if self.list_changed <= seen:
+                    await self.list_changed_event.wait()
+            seen = self.list_changed
+            names = await self.tool_names(session)
+            if ECHO in names:
+                return names
+
     async def step(self, name: str, body, timeout: float = STEP_TIMEOUT) -> bool:
         """Runs `body()` within `timeout`; records a failure instead of raising."""
         try:
@@ -95,9 +107,15 @@ class Scenario:
             return
 
         async def list_tools() -> None:
-            out["tools"] = await self.tool_names(session)
+            # serve may answer before the demo server is up: its tools then come with a list_changed.
+            seen = self.list_changed
+            names = await self.tool_names(session)
+            out["tools_initial"] = names
+            if ECHO not in names:
+                names = await self.tools_after_list_changed(session, seen)
+            out["tools"] = names
 
-        await self.step("list_tools", list_tools)
+        await self.step("list_tools", list_tools, RECOVERY_TIMEOUT)
 
         async def echo() -> None:
             result = await session.call_tool(ECHO, {"text": "hello from python"})
@@ -173,18 +191,7 @@ class Scenario:
         await self.step("crash", crash)
 
         async def recover() -> None:
-            # Re-list on each list_changed until the demo server's tools are back.
-            seen = seen_before_crash
-            while True:
-                while self.list_changed <= seen:
-                    self.list_changed_event = anyio.Event()
-                    if self.list_changed <= seen:
-                        await self.list_changed_event.wait()
-                seen = self.list_changed
-                names = await self.tool_names(session)
-                out["tools_after_crash"] = names
-                if ECHO in names:
-                    return
+            out["tools_after_crash"] = await self.tools_after_list_changed(session, seen_before_crash)
 
         await self.step("recover", recover, RECOVERY_TIMEOUT)
         out["list_changed_after_crash"] = self.list_changed - seen_before_crash

@@ -69,6 +69,20 @@ async function toolNames(client) {
     return names;
 }
 
+/** Re-lists on each list_changed past the `seen`th until the demo server's tools are there. */
+async function toolsAfterListChanged(client, seen) {
+    for (;;) {
+        while (listChanged <= seen) {
+            await new Promise(resolve => listChangedWaiters.push(resolve));
+        }
+        seen = listChanged;
+        const names = await toolNames(client);
+        if (names.includes(ECHO)) {
+            return names;
+        }
+    }
+}
+
 const call = (client, name, args, options = {}) =>
     client.callTool({ name, arguments: args }, undefined, { timeout: STEP_TIMEOUT_MS, ...options });
 
@@ -95,8 +109,15 @@ async function scenario(client, transport) {
     }
 
     await step('list_tools', async () => {
-        out.tools = await toolNames(client);
-    });
+        // serve may answer before the demo server is up: its tools then come with a list_changed.
+        const seen = listChanged;
+        let names = await toolNames(client);
+        out.tools_initial = names;
+        if (!names.includes(ECHO)) {
+            names = await toolsAfterListChanged(client, seen);
+        }
+        out.tools = names;
+    }, RECOVERY_TIMEOUT_MS);
 
     await step('echo', async () => {
         const result = await call(client, ECHO, { text: 'hello from typescript' });
@@ -171,19 +192,7 @@ async function scenario(client, transport) {
     });
 
     await step('recover', async () => {
-        // Re-list on each list_changed until the demo server's tools are back.
-        let seen = seenBeforeCrash;
-        for (;;) {
-            while (listChanged <= seen) {
-                await new Promise(resolve => listChangedWaiters.push(resolve));
-            }
-            seen = listChanged;
-            const names = await toolNames(client);
-            out.tools_after_crash = names;
-            if (names.includes(ECHO)) {
-                return;
-            }
-        }
+        out.tools_after_crash = await toolsAfterListChanged(client, seenBeforeCrash);
     }, RECOVERY_TIMEOUT_MS);
     out.list_changed_after_crash = listChanged - seenBeforeCrash;
 
