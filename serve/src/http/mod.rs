@@ -96,19 +96,17 @@ struct Endpoint {
     loopback: bool,
 }
 
-/// A bound HTTP endpoint, not yet serving.
+/// A bound HTTP endpoint, not yet serving. Bind before starting the servers,
+/// so a bad address costs nothing.
 pub struct HttpEndpoint {
     listener: TcpListener,
-    endpoint: Arc<Endpoint>,
+    options: HttpOptions,
+    loopback: bool,
 }
 
 impl HttpEndpoint {
     /// Binds `addr`; refuses a non-loopback address without a token.
-    pub async fn bind(
-        addr: SocketAddr,
-        gateway: Arc<Gateway>,
-        options: HttpOptions,
-    ) -> Result<HttpEndpoint, HttpError> {
+    pub async fn bind(addr: SocketAddr, options: HttpOptions) -> Result<HttpEndpoint, HttpError> {
         let loopback = is_loopback(&addr);
         if !loopback && options.token.is_none() {
             return Err(HttpError::TokenRequired(addr));
@@ -118,12 +116,8 @@ impl HttpEndpoint {
             .map_err(|source| HttpError::Bind { addr, source })?;
         Ok(HttpEndpoint {
             listener,
-            endpoint: Arc::new(Endpoint {
-                sessions: Sessions::new(options.max_sessions),
-                gateway,
-                options,
-                loopback,
-            }),
+            options,
+            loopback,
         })
     }
 
@@ -132,9 +126,14 @@ impl HttpEndpoint {
         self.listener.local_addr()
     }
 
-    /// Serves until the gateway stops; then closes every session.
-    pub async fn serve(self) -> std::io::Result<()> {
-        let endpoint = self.endpoint.clone();
+    /// Serves `gateway` until it stops; then closes every session.
+    pub async fn serve(self, gateway: Arc<Gateway>) -> std::io::Result<()> {
+        let endpoint = Arc::new(Endpoint {
+            sessions: Sessions::new(self.options.max_sessions),
+            gateway,
+            options: self.options,
+            loopback: self.loopback,
+        });
         let router = axum::Router::new()
             .route("/mcp", post(on_post).get(on_get).delete(on_delete))
             .with_state(endpoint.clone());

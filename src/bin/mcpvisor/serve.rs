@@ -75,6 +75,14 @@ pub(crate) async fn serve(
         http_options.token =
             Some(BearerToken::from_file(path).map_err(|e| Failure(e.to_string(), 2))?);
     }
+    let endpoint = match args.http {
+        Some(addr) => Some(
+            HttpEndpoint::bind(addr, http_options)
+                .await
+                .map_err(|e| Failure(e.to_string(), 2))?,
+        ),
+        None => None,
+    };
     let options = settings.supervisor_options();
     let mut gateway_options = GatewayOptions::default();
     gateway_options.first_start = options.startup_timeout + Duration::from_secs(1);
@@ -83,20 +91,14 @@ pub(crate) async fn serve(
         .map_err(|e| Failure(e.to_string(), 1))?;
     let gateway = Gateway::new(host.clone(), gateway_options);
     let mut tasks = Vec::new();
-    if let Some(addr) = args.http {
-        let endpoint = match HttpEndpoint::bind(addr, gateway.clone(), http_options).await {
-            Ok(endpoint) => endpoint,
-            Err(e) => {
-                host.shutdown().await;
-                return Err(Failure(e.to_string(), 2));
-            }
-        };
+    if let Some(endpoint) = endpoint {
         let bound = endpoint
             .local_addr()
             .map_err(|e| Failure(e.to_string(), 1))?;
         eprintln!("mcpvisor: serving http://{bound}/mcp");
+        let gateway = gateway.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = endpoint.serve().await {
+            if let Err(e) = endpoint.serve(gateway).await {
                 tracing::error!(error = %e, "the HTTP endpoint failed");
             }
         }));

@@ -1,0 +1,366 @@
+//! `mcpvisor serve --http` turns away what it must, each refusal with its
+//! status and a body a person can read: foreign origins and rebound host
+//! names, missing or wrong tokens, oversize bodies, unknown and expired
+//! sessions, sessions over the cap; it refuses to start exposed without a token.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+const SECRET: &str = "tok-7f3a9c-never-printed";
+
+fn empty_dir(tag: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("mcpvisor-serve-http-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A running `serve --http`, its stderr collected; killed on drop.
+struct Serve {
+    child: Child,
+    url: String,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Serve {
+    fn start(dir: &Path, extra: &[&str]) -> Serve {
+        let mut child = serve_command(dir, extra).spawn().expect("start serve");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let url = loop {
+            match rx.recv_timeout(Duration::from_secs(20)) {
+                Ok(line) => {
+                    if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
+                        break url.trim().to_string();
+                    }
+                    seen.push(line);
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("serve printed no address; stderr: {seen:#?}");
+                }
+            }
+        };
+        Serve {
+            child,
+            url,
+            stderr: rx,
+        }
+    }
+
+    /// SIGTERM, then every stderr line it printed (it must exit within 10 s).
+    fn stop(mut self) -> Vec<String> {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "serve exited with {status}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "serve did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stderr.try_iter().collect()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_command(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+    command
+        .arg("serve")
+        .args(extra)
+        .current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "serve-http-test", "version": "1"}}})
+}
+
+async fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<reqwest::Body>,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.body(body).send().await.expect("POST");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.unwrap())
+}
+
+/// Opens a session; returns its id.
+async fn open_session(url: &str, headers: &[(&str, &str)]) -> String {
+    let (status, h, body) = post(url, headers, initialize().to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    h.get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The JSON-RPC error message of a refusal body.
+fn message(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+    v["error"]["message"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn foreign_origins_and_rebound_hosts_are_refused() {
+    let dir = empty_dir("origin");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let (status, _, body) = post(
+        &serve.url,
+        &[("origin", "http://evil.example")],
+        initialize().to_string(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert!(message(&body).contains("Origin not allowed"), "{body}");
+    // A page of another site whose name was rebound to 127.0.0.1.
+    let (status, _, body) = post(
+        &serve.url,
+        &[("host", "evil.example:80")],
+        initialize().to_string(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert!(message(&body).contains("DNS rebinding"), "{body}");
+    // A local tool (an inspector on another port) is accepted.
+    let (status, _, _) = post(
+        &serve.url,
+        &[("origin", "http://localhost:6274")],
+        initialize().to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    serve.stop();
+}
+
+#[tokio::test]
+async fn an_allowed_origin_is_accepted() {
+    let dir = empty_dir("allowed");
+    let serve = Serve::start(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--allow-origin",
+            "https://app.example",
+        ],
+    );
+    let (status, _, body) = post(
+        &serve.url,
+        &[("origin", "https://app.example")],
+        initialize().to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    serve.stop();
+}
+
+fn token_file(dir: &Path, mode: u32) -> PathBuf {
+    let path = dir.join("token");
+    std::fs::write(&path, format!("{SECRET}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn the_bearer_token_is_required_and_never_printed() {
+    let dir = empty_dir("token");
+    let token = token_file(&dir, 0o600);
+    let serve = Serve::start(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    for presented in [None, Some("Bearer wrong"), Some("Basic dG9rOg==")] {
+        let headers: Vec<(&str, &str)> = presented
+            .map(|v| ("authorization", v))
+            .into_iter()
+            .collect();
+        let (status, h, body) = post(&serve.url, &headers, initialize().to_string()).await;
+        assert_eq!(status, 401, "{presented:?}: {body}");
+        assert_eq!(h.get("www-authenticate").unwrap(), "Bearer");
+        assert!(message(&body).contains("bearer token"), "{body}");
+        assert!(!body.contains(SECRET));
+    }
+    let bearer = format!("Bearer {SECRET}");
+    let id = open_session(&serve.url, &[("authorization", &bearer)]).await;
+    // Every request needs it, not just the first.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let (status, _, _) = post(&serve.url, &[("mcp-session-id", &id)], list.clone()).await;
+    assert_eq!(status, 401);
+    let (status, _, body) = post(
+        &serve.url,
+        &[("mcp-session-id", &id), ("authorization", &bearer)],
+        list,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let logs = serve.stop().join("\n");
+    assert!(!logs.contains(SECRET), "the token was logged:\n{logs}");
+}
+
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    let dir = empty_dir("token-mode");
+    let token = token_file(&dir, 0o644);
+    let out = serve_command(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("must be 0600"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+}
+
+#[test]
+fn an_exposed_address_needs_a_token() {
+    let dir = empty_dir("exposed");
+    let out = serve_command(&dir, &["--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("--token-file"),
+        "{stderr}"
+    );
+    // It refused before starting any server.
+    assert!(!stderr.contains("demo-server"), "{stderr}");
+}
+
+#[tokio::test]
+async fn oversize_bodies_unknown_sessions_and_bad_json_are_refused() {
+    let dir = empty_dir("limits");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let id = open_session(&serve.url, &[]).await;
+    let big = vec![b' '; 4 * 1024 * 1024 + 1];
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], big).await;
+    assert_eq!(status, 413);
+    assert!(
+        message(&body).contains("larger than 4194304 bytes"),
+        "{body}"
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", "f00d")], list.clone()).await;
+    assert_eq!(status, 404);
+    assert!(message(&body).contains("session not found"), "{body}");
+    let (status, _, body) = post(&serve.url, &[], list).await;
+    assert_eq!(status, 400);
+    assert!(message(&body).contains("Mcp-Session-Id"), "{body}");
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], "{not json").await;
+    assert_eq!(status, 400);
+    assert!(message(&body).contains("invalid JSON"), "{body}");
+    // The session survived all of it.
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], ping).await;
+    assert_eq!(status, 200, "{body}");
+    serve.stop();
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_and_deleted_ones_are_gone() {
+    let dir = empty_dir("expiry");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0", "--session-idle-ms", "300"]);
+    let idle = open_session(&serve.url, &[]).await;
+    let deleted = open_session(&serve.url, &[]).await;
+    let response = reqwest::Client::new()
+        .delete(&serve.url)
+        .header("mcp-session-id", &deleted)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let (status, _, _) = post(&serve.url, &[("mcp-session-id", &deleted)], ping.clone()).await;
+    assert_eq!(status, 404);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (status, _, body) = post(&serve.url, &[("mcp-session-id", &idle)], ping.clone()).await;
+        if status == 404 {
+            assert!(message(&body).contains("expired"), "{body}");
+            break;
+        }
+        // Each ping keeps it alive, so wait longer than the idle time between tries.
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle session never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    serve.stop();
+}
+
+#[tokio::test]
+async fn sessions_over_the_cap_are_refused() {
+    let dir = empty_dir("cap");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0", "--max-sessions", "2"]);
+    let first = open_session(&serve.url, &[]).await;
+    open_session(&serve.url, &[]).await;
+    let (status, _, body) = post(&serve.url, &[], initialize().to_string()).await;
+    assert_eq!(status, 503);
+    assert!(message(&body).contains("2 sessions are open"), "{body}");
+    // Closing one makes room.
+    reqwest::Client::new()
+        .delete(&serve.url)
+        .header("mcp-session-id", &first)
+        .send()
+        .await
+        .unwrap();
+    open_session(&serve.url, &[]).await;
+    serve.stop();
+}
