@@ -279,7 +279,7 @@ fn an_exposed_address_needs_a_token() {
         "{stderr}"
     );
     // It refused before starting any server.
-    assert!(!stderr.contains("demo-server"), "{stderr}");
+    assert!(!stderr.contains("started stdio server"), "{stderr}");
 }
 
 #[tokio::test]
