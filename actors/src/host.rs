@@ -20,7 +20,7 @@ use crate::messages::SupervisorMsg;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::routes::{RouteSnapshot, RouteTable};
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
-use crate::supervisor::{SupervisorActor, SupervisorArgs};
+use crate::supervisor::{ReloadReport, SupervisorActor, SupervisorArgs};
 
 /// A running supervisor and everything a host needs to use it.
 ///
@@ -187,6 +187,22 @@ impl Host {
             })
             .map_err(|_| CallError::Shutdown)?;
         rx.await.unwrap_or(Err(CallError::Shutdown))
+    }
+
+    /// Replaces the host's set of servers with `servers`: servers are matched by
+    /// name; an unchanged one keeps running untouched, a changed one is started
+    /// again with its new definition, a removed one is stopped, a new one starts.
+    /// Returns what was done once the stops are complete and the starts begun.
+    pub async fn reload(&self, servers: Vec<ServerSpec>) -> Result<ReloadReport, CallError> {
+        let (reply, rx) = oneshot::channel();
+        self.0
+            .supervisor
+            .cast(SupervisorMsg::Reload {
+                specs: servers,
+                reply,
+            })
+            .map_err(|_| CallError::Shutdown)?;
+        rx.await.map_err(|_| CallError::Shutdown)
     }
 
     /// Stops every server (closing stdin, then SIGTERM and SIGKILL to each process

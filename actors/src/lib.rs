@@ -37,3 +37,4 @@ pub use host::{CallCanceller, Host, PendingCall};
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
 pub use restart::RestartPolicy;
 pub use status::{ServerId, ServerState, ServerStatus};
+pub use supervisor::ReloadReport;

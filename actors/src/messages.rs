@@ -90,6 +90,11 @@ pub(crate) enum SupervisorMsg {
     Shutdown {
         reply: Option<oneshot::Sender<()>>,
     },
+    /// A host's new set of servers: start, stop or restart the difference.
+    Reload {
+        specs: Vec<crate::options::ServerSpec>,
+        reply: oneshot::Sender<crate::supervisor::ReloadReport>,
+    },
     /// The registry stopped unexpectedly: start another.
     RestartRegistry {
         reason: String,

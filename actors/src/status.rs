@@ -143,6 +143,12 @@ impl StatusBoard {
         self.changed.send_modify(|v| *v += 1);
     }
 
+    /// Forgets a server that was removed from the host.
+    pub(crate) fn remove(&self, id: ServerId) {
+        self.map.write().remove(&id);
+        self.changed.send_modify(|v| *v += 1);
+    }
+
     pub(crate) fn snapshot(&self) -> Vec<ServerStatus> {
         let mut all: Vec<_> = self.map.read().values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));

@@ -50,8 +50,25 @@ struct Slot {
 pub(crate) struct SupervisorState {
     ctx: Arc<HostContext>,
     slots: BTreeMap<ServerId, Slot>,
+    /// The id the next added server gets (ids are never reused).
+    next_id: u64,
     /// What a restarted registry is given.
     routes: Arc<RouteSnapshot>,
+}
+
+impl Slot {
+    fn new(spec: ServerSpec) -> Slot {
+        Slot {
+            name: Arc::from(spec.name.as_str()),
+            spec: Arc::new(spec),
+            actor: None,
+            tracker: RestartTracker::default(),
+            attempt: 0,
+            generation: 0,
+            login_required: None,
+            failure: FailureCell::default(),
+        }
+    }
 }
 
 pub(crate) struct SupervisorActor;
@@ -89,24 +106,18 @@ impl Actor for SupervisorActor {
             ctx.status
                 .update(*id, &Arc::from(spec.name.as_str()), |_| {});
         }
+        let next_id = args.specs.iter().map(|(id, _)| id.0).max().unwrap_or(0) + 1;
         let slots = args
             .specs
             .into_iter()
-            .map(|(id, spec)| {
-                let slot = Slot {
-                    name: Arc::from(spec.name.as_str()),
-                    spec: Arc::new(spec),
-                    actor: None,
-                    tracker: RestartTracker::default(),
-                    attempt: 0,
-                    generation: 0,
-                    login_required: None,
-                    failure: FailureCell::default(),
-                };
-                (id, slot)
-            })
+            .map(|(id, spec)| (id, Slot::new(spec)))
             .collect();
-        Ok(SupervisorState { ctx, slots, routes })
+        Ok(SupervisorState {
+            ctx,
+            slots,
+            next_id,
+            routes,
+        })
     }
 
     async fn post_start(
@@ -165,6 +176,10 @@ impl Actor for SupervisorActor {
             }
             SupervisorMsg::RestartServer { name, reply } => {
                 let _ = reply.send(state.restart_by_name(&myself, &name).await);
+            }
+            SupervisorMsg::Reload { specs, reply } => {
+                let report = state.reload(&myself, specs).await;
+                let _ = reply.send(report);
             }
             SupervisorMsg::RestartRegistry { reason } => {
                 if !state.ctx.shutting_down.load(Ordering::Relaxed) {
@@ -485,25 +500,20 @@ impl SupervisorState {
         Ok(restarted)
     }
 
+    /// How long a server actor gets to close its connection and process.
+    fn stop_budget(&self) -> Duration {
+        let stdio = &self.ctx.options.stdio;
+        stdio.grace * 2 + stdio.exit_wait + Duration::from_secs(3)
+    }
+
     async fn shutdown(&mut self) {
         self.ctx.shutting_down.store(true, Ordering::Relaxed);
-        let budget = {
-            let stdio = &self.ctx.options.stdio;
-            stdio.grace * 2 + stdio.exit_wait + Duration::from_secs(3)
-        };
+        let budget = self.stop_budget();
         let stops = self
             .slots
             .values_mut()
             .filter_map(|slot| slot.actor.take())
-            .map(|actor| async move {
-                if actor
-                    .stop_and_wait(Some("shutdown".into()), Some(budget))
-                    .await
-                    .is_err()
-                {
-                    let _ = actor.kill_and_wait(Some(Duration::from_secs(1))).await;
-                }
-            });
+            .map(|actor| stop_actor(actor, budget));
         join_all(stops).await;
         for (id, slot) in &self.slots {
             self.ctx.status.update(*id, &slot.name, |s| {
@@ -521,6 +531,21 @@ impl SupervisorState {
             .await;
     }
 }
+
+/// Stops a server actor (its connection and process with it), killing it
+/// when it does not stop within `budget`.
+async fn stop_actor(actor: ActorRef<ServerMsg>, budget: Duration) {
+    if actor
+        .stop_and_wait(Some("shutdown".into()), Some(budget))
+        .await
+        .is_err()
+    {
+        let _ = actor.kill_and_wait(Some(Duration::from_secs(1))).await;
+    }
+}
+
+mod reload;
+pub use reload::ReloadReport;
 
 #[cfg(test)]
 mod tests;

@@ -36,8 +36,8 @@ pub use start::{StartProjectError, start_project};
 
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, ConnectionError, DownReason, Host, HostEvent,
-    PendingCall, ProgressCallback, RestartPolicy, ServerId, ServerSpec, ServerState, ServerStatus,
-    StartError, SupervisorOptions, TransportSpec,
+    PendingCall, ProgressCallback, ReloadReport, RestartPolicy, ServerId, ServerSpec, ServerState,
+    ServerStatus, StartError, SupervisorOptions, TransportSpec,
 };
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
 pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
