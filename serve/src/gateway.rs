@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::Host;
+use mcpvisor::{Host, ReloadReport, ServerSpec};
 use tokio::sync::watch;
 
 /// Limits and choices of `mcpvisor serve` that apply to every session.
@@ -38,22 +38,31 @@ impl Default for GatewayOptions {
     }
 }
 
+/// Reads the servers' definitions again (the `.mcp.json`, its approvals); an
+/// error is a sentence for the person who asked for the reload.
+pub type Reloader = Arc<dyn Fn() -> Result<Vec<ServerSpec>, String> + Send + Sync>;
+
 /// The supervised host behind every session, and the stop signal.
 pub struct Gateway {
     host: Host,
     options: GatewayOptions,
     stopping: watch::Sender<bool>,
     settled: watch::Sender<bool>,
+    reloader: Option<Reloader>,
+    /// One reload at a time: two overlapping ones would race on the file.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Gateway {
     /// A gateway in front of `host`.
-    pub fn new(host: Host, options: GatewayOptions) -> Arc<Gateway> {
+    pub fn new(host: Host, options: GatewayOptions, reloader: Option<Reloader>) -> Arc<Gateway> {
         let gateway = Arc::new(Gateway {
             host,
             options,
             stopping: watch::channel(false).0,
             settled: watch::channel(false).0,
+            reloader,
+            reloading: tokio::sync::Mutex::new(()),
         });
         let weak = Arc::downgrade(&gateway);
         let (host, wait) = (gateway.host.clone(), gateway.options.first_start);
@@ -64,6 +73,20 @@ impl Gateway {
             }
         });
         gateway
+    }
+
+    /// Reads the definitions again, applies the difference to the host, and
+    /// waits (as long as a first start may) for the started servers to settle,
+    /// so whoever asked sees their tools next.
+    pub async fn reload(&self) -> Result<ReloadReport, String> {
+        let Some(reloader) = &self.reloader else {
+            return Err("this gateway was started without a configuration to reload".into());
+        };
+        let _one = self.reloading.lock().await;
+        let specs = reloader()?;
+        let report = self.host.reload(specs).await.map_err(|e| e.to_string())?;
+        self.host.wait_ready(self.options.first_start).await;
+        Ok(report)
     }
 
     /// Resolves once every server's first start settled (ready, failed or

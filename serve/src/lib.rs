@@ -26,6 +26,6 @@ pub mod socket;
 pub mod tools;
 pub mod wire;
 
-pub use gateway::{Gateway, GatewayOptions};
+pub use gateway::{Gateway, GatewayOptions, Reloader};
 pub use session::Session;
 pub use tools::Naming;

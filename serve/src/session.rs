@@ -38,6 +38,9 @@ pub mod extension {
     /// Restarts a server that is down or failed: params `{"server": name}`,
     /// result `{"restarted": n}`.
     pub const RESTART: &str = "mcpvisor/restart";
+    /// Reads the configuration again and applies the difference; result
+    /// `{"added": [...], "removed": [...], "restarted": [...], "unchanged": [...]}`.
+    pub const RELOAD: &str = "mcpvisor/reload";
     /// Asks for every supervisor event as an [`EVENT`] notification.
     pub const WATCH: &str = "mcpvisor/watch";
     /// One supervisor event: `{"text": ..., "event": {...}}`.
@@ -264,6 +267,10 @@ impl Session {
                     Err(e) => Err(error(error_codes::INTERNAL_ERROR, e.to_string())),
                 }
             }
+            extension::RELOAD => match self.gateway.reload().await {
+                Ok(report) => Ok(wire::reload_json(&report)),
+                Err(e) => Err(error(error_codes::INTERNAL_ERROR, e)),
+            },
             extension::WATCH => {
                 self.state.lock().watching = true;
                 Ok(json!({}))

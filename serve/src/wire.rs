@@ -2,7 +2,7 @@
 //! `mcpvisor/watch`): server statuses and events, as the CLI prints them with
 //! `--json` too.
 
-use mcpvisor::{HostEvent, ServerState, ServerStatus};
+use mcpvisor::{HostEvent, ReloadReport, ServerState, ServerStatus};
 use serde_json::{Value, json};
 
 /// A server's state as one word (`starting`, `ready`, `restarting`, `failed`,
@@ -46,6 +46,17 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "serverInfo": s.initialize.as_ref().map(|i| json!({
             "name": i.server_info.name, "version": i.server_info.version
         })),
+    })
+}
+
+/// What a reload did.
+pub fn reload_json(r: &ReloadReport) -> Value {
+    let names = |v: &[std::sync::Arc<str>]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    json!({
+        "added": names(&r.added),
+        "removed": names(&r.removed),
+        "restarted": names(&r.restarted),
+        "unchanged": names(&r.unchanged),
     })
 }
 

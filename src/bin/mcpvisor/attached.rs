@@ -200,3 +200,31 @@ pub(crate) async fn restart(client: &mut Client, name: &str) -> Result<ExitCode,
         Err(e) => Err(failed(e)),
     }
 }
+
+pub(crate) async fn reload(client: &mut Client, json: bool) -> Result<ExitCode, Failure> {
+    let report = client
+        .request(extension::RELOAD, json!({}), |_| {})
+        .await
+        .map_err(|e| match e {
+            ClientError::Rpc(e) => Failure(format!("reload failed: {}", e.message), 2),
+            e => failed(e),
+        })?;
+    if json {
+        println!("{report}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (key, verb) in [
+        ("added", "started"),
+        ("removed", "stopped"),
+        ("restarted", "restarted"),
+        ("unchanged", "unchanged"),
+    ] {
+        for name in report[key].as_array().into_iter().flatten() {
+            println!(
+                "{verb}: {}",
+                output::clean_line(name.as_str().unwrap_or("?"))
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -112,6 +112,9 @@ enum Command {
     },
     /// Print events as they happen until Ctrl-C.
     Watch,
+    /// Make the running `mcpvisor serve` read its `.mcp.json` again (as SIGHUP does):
+    /// added, removed and changed entries start, stop or restart; the rest keep running.
+    Reload,
     /// Restart a server of the running `mcpvisor serve` (one that is down or failed
     /// comes back at once, with a fresh restart budget).
     Restart {
@@ -226,7 +229,17 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure(format!("cannot watch for signals: {e}"), 1))?;
     let command = match cli.command {
         Command::Serve(args) => {
-            let specs = || servers_to_run(project.as_ref());
+            // A reload reads the file and its approvals again.
+            let (home, config) = (settings.home.clone(), config_path.clone());
+            let specs = move || {
+                let project = match &config {
+                    Some(path) => {
+                        Some(Project::open(path, &home).map_err(|e| Failure(e.to_string(), 2))?)
+                    }
+                    None => None,
+                };
+                servers_to_run(project.as_ref())
+            };
             return serve::serve(args, &settings, config_path, specs, &mut stop).await;
         }
         command => command,
@@ -248,6 +261,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             Command::Watch => attached::watch(&mut client, cli.json, &mut stop).await,
             Command::Restart { name } => attached::restart(&mut client, &name).await,
+            Command::Reload => attached::reload(&mut client, cli.json).await,
             Command::Servers => {
                 let live = attached::live_servers(&mut client).await?;
                 offline::servers(project.as_ref(), &settings, cli.json, Some(&live))
@@ -257,6 +271,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match command {
         Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json, None),
+        Command::Reload => {
+            return Err(Failure(
+                "no `mcpvisor serve` runs for this configuration; there is nothing to reload"
+                    .into(),
+                2,
+            ));
+        }
         Command::Restart { name } => {
             return Err(Failure(
                 format!(

@@ -12,7 +12,7 @@ use mcpvisor::settings::Settings;
 use mcpvisor_serve::http::{BearerToken, HttpEndpoint, HttpOptions};
 use mcpvisor_serve::lines::serve_lines;
 use mcpvisor_serve::socket::{self, SocketError, SocketListener, SocketPlace};
-use mcpvisor_serve::{Gateway, GatewayOptions, Naming};
+use mcpvisor_serve::{Gateway, GatewayOptions, Naming, Reloader};
 
 use crate::Failure;
 use crate::output;
@@ -48,7 +48,7 @@ pub(crate) async fn serve(
     args: ServeArgs,
     settings: &Settings,
     config: Option<PathBuf>,
-    specs: impl FnOnce() -> Result<Vec<mcpvisor::ServerSpec>, Failure>,
+    specs: impl Fn() -> Result<Vec<mcpvisor::ServerSpec>, Failure> + Send + Sync + 'static,
     stop: &mut StopSignals,
 ) -> Result<ExitCode, Failure> {
     let naming = if args.short_names {
@@ -89,7 +89,8 @@ pub(crate) async fn serve(
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
-    let gateway = Gateway::new(host.clone(), gateway_options);
+    let reloader: Reloader = Arc::new(move || specs().map_err(|Failure(message, _)| message));
+    let gateway = Gateway::new(host.clone(), gateway_options, Some(reloader));
     let mut tasks = Vec::new();
     if let Some(endpoint) = endpoint {
         let bound = endpoint
@@ -113,7 +114,13 @@ pub(crate) async fn serve(
         let gateway = gateway.clone();
         tasks.push(tokio::spawn(async move { listener.serve(gateway).await }));
     }
-    let code = if args.stdio {
+    let signals = async {
+        // SIGHUP reloads; SIGINT and SIGTERM are the normal way to stop.
+        while stop.recv_or_reload().await.is_none() {
+            report_reload(&gateway).await;
+        }
+    };
+    if args.stdio {
         let session = serve_lines(
             gateway.clone(),
             naming,
@@ -122,13 +129,13 @@ pub(crate) async fn serve(
         );
         tokio::select! {
             // The host closed stdin: the MCP way to say it is done.
-            () = session => ExitCode::SUCCESS,
-            _ = stop.recv() => ExitCode::SUCCESS,
+            () = session => {}
+            () = signals => {}
         }
     } else {
-        stop.recv().await;
-        ExitCode::SUCCESS
-    };
+        signals.await;
+    }
+    let code = ExitCode::SUCCESS;
     gateway.stop();
     for task in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
@@ -136,6 +143,16 @@ pub(crate) async fn serve(
     host.shutdown().await;
     drop(listener);
     Ok(code)
+}
+
+async fn report_reload(gateway: &Gateway) {
+    match gateway.reload().await {
+        Ok(report) => eprintln!(
+            "mcpvisor: reloaded: {}",
+            output::clean_line(&mcpvisor_serve::wire::reload_json(&report).to_string())
+        ),
+        Err(e) => eprintln!("mcpvisor: reload failed: {}", output::clean_line(&e)),
+    }
 }
 
 /// Joins stdin/stdout to the running `serve` for this configuration.

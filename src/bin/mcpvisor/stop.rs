@@ -31,4 +31,14 @@ impl StopSignals {
             _ = self.hangup.recv() => 128 + 1,
         }
     }
+
+    /// For a daemon (`serve`): SIGHUP asks for a reload (`None`), SIGINT and
+    /// SIGTERM stop it (`Some(exit code)`).
+    pub(crate) async fn recv_or_reload(&mut self) -> Option<u8> {
+        tokio::select! {
+            _ = self.interrupt.recv() => Some(128 + 2),
+            _ = self.terminate.recv() => Some(128 + 15),
+            _ = self.hangup.recv() => None,
+        }
+    }
 }

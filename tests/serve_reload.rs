@@ -1,0 +1,149 @@
+//! A running `mcpvisor serve` reads its `.mcp.json` again on `mcpvisor reload`
+//! and on SIGHUP: added, removed and changed entries start, stop or restart;
+//! the others keep their process.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+struct Project {
+    dir: PathBuf,
+    home: PathBuf,
+}
+
+impl Project {
+    fn new(tag: &str) -> Project {
+        let root =
+            std::env::temp_dir().join(format!("mcpvisor-reload-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("project");
+        std::fs::create_dir_all(&dir).unwrap();
+        Project {
+            dir,
+            home: root.join("home"),
+        }
+    }
+
+    fn write(&self, names: &[&str]) {
+        let servers: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|n| {
+                let entry =
+                    json!({"command": env!("CARGO_BIN_EXE_mcpvisor"), "args": ["demo-server"]});
+                (n.to_string(), entry)
+            })
+            .collect();
+        let config = json!({ "mcpServers": servers });
+        std::fs::write(self.dir.join(".mcp.json"), config.to_string()).unwrap();
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+        cmd.args(args)
+            .current_dir(&self.dir)
+            .env("MCPVISOR_HOME", &self.home)
+            .env("RUST_LOG", "info");
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Starts `serve` (the socket only) and waits until it listens.
+    fn serve(&self) -> Child {
+        let mut child = self
+            .command(&["serve"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "serve did not start listening");
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("mcpvisor: listening on") => break,
+                Some(_) => {}
+                None => panic!("serve exited before listening"),
+            }
+        }
+        // Keep draining stderr so serve never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        child
+    }
+}
+
+fn stop(mut child: Child) {
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "serve exited with {status}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("serve did not stop on SIGTERM");
+}
+
+#[test]
+fn reload_and_sighup_apply_the_edited_file() {
+    let p = Project::new("edit");
+    p.write(&["a"]);
+    p.ok(&["enable", "a"]);
+    let serve = p.serve();
+    let pid_a = p.ok(&["call", "mcp__a__pid", "{}"]);
+    assert!(p.ok(&["tools"]).contains("mcp__a__echo"));
+
+    p.write(&["a", "b"]);
+    p.ok(&["enable", "b"]);
+    let report = p.ok(&["reload"]);
+    assert!(report.contains("started: b"), "{report}");
+    assert!(report.contains("unchanged: a"), "{report}");
+    let tools = p.ok(&["tools"]);
+    assert!(tools.contains("mcp__b__echo"), "{tools}");
+    assert_eq!(
+        p.ok(&["call", "mcp__a__pid", "{}"]),
+        pid_a,
+        "a was restarted"
+    );
+
+    // SIGHUP does the same: `a` leaves the file.
+    p.write(&["b"]);
+    kill(Pid::from_raw(serve.id() as i32), Signal::SIGHUP).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let tools = p.ok(&["tools"]);
+        if !tools.contains("mcp__a__") && tools.contains("mcp__b__echo") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "SIGHUP did not remove a: {tools}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop(serve);
+    // Without a serve there is nothing to reload.
+    let out = p.run(&["reload"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mcpvisor serve"));
+}
