@@ -1,0 +1,655 @@
+//! `mcpvisor serve` and the commands that attach to it through its local
+//! socket: `tools`, `call`, `servers`, `watch` and `restart` see one running
+//! supervisor; `--no-attach` and the absence of a serve keep the one-shot path;
+//! one serve per configuration, a stale socket is replaced, and a stopped serve
+//! leaves neither its socket nor a server process behind.
+//!
+//! Every child is waited for with a bound and killed when the bound passes, so
+//! a hang fails the test instead of blocking the run.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use support::proc::{is_alive, live_group_members, stat};
+
+/// A one-shot CLI command, from start to exit.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// From start to the "listening on" line of `mcpvisor serve`.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// From SIGTERM (or SIGINT) to the exit of a long-running command.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Restarts come quickly in these tests.
+const FAST_RESTARTS: [&str; 2] = ["--restart-initial-backoff-ms", "50"];
+
+/// A fresh directory without `.mcp.json`, so every command uses the demo server;
+/// its `home/` is `MCPVISOR_HOME`.
+fn empty_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpvisor-serve-attach-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn mcpvisor(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+    cmd.current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd
+}
+
+/// The lines a pipe yields, as they come (and all of them so far).
+struct Lines {
+    rx: mpsc::Receiver<String>,
+    all: Arc<Mutex<String>>,
+    ended: Arc<Mutex<bool>>,
+}
+
+impl Lines {
+    fn start(pipe: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = mpsc::channel();
+        let all = Arc::new(Mutex::new(String::new()));
+        let ended = Arc::new(Mutex::new(false));
+        let (sink, end) = (all.clone(), ended.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                {
+                    let mut sink = sink.lock().unwrap();
+                    sink.push_str(&line);
+                    sink.push('\n');
+                }
+                let _ = tx.send(line);
+            }
+            *end.lock().unwrap() = true;
+        });
+        Lines { rx, all, ended }
+    }
+
+    /// The first line from now on that satisfies `pred`, within `within`.
+    fn wait_for(&self, within: Duration, mut pred: impl FnMut(&str) -> bool) -> Option<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.rx.recv_timeout(left) {
+                Ok(line) if pred(&line) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        self.all.lock().unwrap().clone()
+    }
+
+    /// Everything, once the pipe ends (or what came within `within`).
+    fn finish(&self, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        while !*self.ended.lock().unwrap() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.text()
+    }
+}
+
+/// Waits for `child` up to `within`; `None` when it is still running then.
+fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills `child`'s process group and reaps it.
+fn kill_group(child: &mut Child) {
+    let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+    let _ = child.wait();
+}
+
+/// Runs a one-shot command in `dir`; fails the test if it does not end in time.
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let mut child = mcpvisor(dir).args(args).spawn().expect("start mcpvisor");
+    let stdout = Lines::start(child.stdout.take().unwrap());
+    let stderr = Lines::start(child.stderr.take().unwrap());
+    let Some(status) = wait_timeout(&mut child, COMMAND_TIMEOUT) else {
+        kill_group(&mut child);
+        panic!(
+            "`mcpvisor {}` still running after {COMMAND_TIMEOUT:?}\nstdout:\n{}\nstderr:\n{}",
+            args.join(" "),
+            stdout.finish(Duration::from_secs(1)),
+            stderr.finish(Duration::from_secs(1)),
+        );
+    };
+    Output {
+        status,
+        stdout: stdout.finish(Duration::from_secs(5)).into_bytes(),
+        stderr: stderr.finish(Duration::from_secs(5)).into_bytes(),
+    }
+}
+
+fn describe(args: &[&str], out: &Output) -> String {
+    format!(
+        "`mcpvisor {}` exited with {}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs a command that must succeed; returns its stdout.
+fn run_ok(dir: &Path, args: &[&str]) -> String {
+    let out = run(dir, args);
+    assert!(out.status.success(), "{}", describe(args, &out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `mcpvisor [flags] call mcp__demo__pid '{}'`: the demo server's pid.
+fn demo_pid(dir: &Path, flags: &[&str]) -> u32 {
+    let args = [flags, &["call", "mcp__demo__pid", "{}"]].concat();
+    let stdout = run_ok(dir, &args);
+    stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("`mcpvisor {}` printed {stdout:?}", args.join(" ")))
+}
+
+/// The parent of `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    stat(pid).and_then(|s| s.ppid.parse().ok())
+}
+
+/// Live processes whose working directory is `dir` (every command and server
+/// these tests start runs there), with their command lines.
+fn processes_in(dir: &Path) -> Vec<(u32, String)> {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    support::proc::processes()
+        .into_iter()
+        .filter(|s| s.state != "Z")
+        .filter(|s| std::fs::read_link(format!("/proc/{}/cwd", s.pid)).is_ok_and(|c| c == dir))
+        .map(|s| {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", s.pid)).unwrap_or_default();
+            (s.pid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        })
+        .collect()
+}
+
+/// Polls `cond` until it holds or `within` passes.
+fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A running `mcpvisor serve`; stopped (SIGTERM, then SIGKILL) when dropped.
+struct Serve {
+    child: Child,
+    stderr: Lines,
+    socket: PathBuf,
+}
+
+impl Serve {
+    /// Starts `mcpvisor <args>` (args include `serve`) and waits for its socket.
+    fn start(dir: &Path, args: &[&str]) -> Serve {
+        let mut child = mcpvisor(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start mcpvisor serve");
+        let stderr = Lines::start(child.stderr.take().unwrap());
+        let line = stderr.wait_for(LISTEN_TIMEOUT, |l| l.starts_with("mcpvisor: listening on "));
+        let Some(line) = line else {
+            kill_group(&mut child);
+            panic!(
+                "`mcpvisor {}` printed no listening line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
+                args.join(" "),
+                stderr.finish(Duration::from_secs(1))
+            );
+        };
+        let socket = PathBuf::from(line.trim_start_matches("mcpvisor: listening on "));
+        Serve {
+            child,
+            stderr,
+            socket,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` and returns the exit status (fails the test after [`EXIT_TIMEOUT`]).
+    fn stop(&mut self, signal: Signal) -> ExitStatus {
+        kill(Pid::from_raw(self.pid() as i32), signal).expect("signal serve");
+        match wait_timeout(&mut self.child, EXIT_TIMEOUT) {
+            Some(status) => status,
+            None => {
+                kill_group(&mut self.child);
+                panic!(
+                    "serve still running {EXIT_TIMEOUT:?} after {signal}\nstderr:\n{}",
+                    self.stderr.finish(Duration::from_secs(1))
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.pid() as i32), Signal::SIGTERM);
+            if wait_timeout(&mut self.child, EXIT_TIMEOUT).is_none() {
+                kill_group(&mut self.child);
+            }
+        }
+    }
+}
+
+/// A long-running attached command (`watch`); killed with its group when dropped.
+struct Running {
+    child: Child,
+    stdout: Lines,
+    stderr: Lines,
+}
+
+impl Running {
+    fn start(dir: &Path, args: &[&str]) -> Running {
+        let mut child = mcpvisor(dir).args(args).spawn().expect("start mcpvisor");
+        let stdout = Lines::start(child.stdout.take().unwrap());
+        let stderr = Lines::start(child.stderr.take().unwrap());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout.text(),
+            self.stderr.text()
+        )
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            kill_group(&mut self.child);
+        }
+    }
+}
+
+#[test]
+fn attached_commands_share_the_servers_of_the_running_serve() {
+    let dir = empty_dir("shared");
+    let mut serve = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+
+    let tools = run_ok(&dir, &["tools"]);
+    for tool in ["mcp__demo__echo", "mcp__demo__sleep", "mcp__demo__pid"] {
+        assert!(tools.contains(tool), "{tools}");
+    }
+    let first = demo_pid(&dir, &[]);
+    let second = demo_pid(&dir, &[]);
+    assert_eq!(first, second, "both calls reach the one server of serve");
+    assert_eq!(
+        parent_of(first),
+        Some(serve.pid()),
+        "the demo server {first} is a child of serve {} (its stat: ppid {:?})",
+        serve.pid(),
+        stat(first).map(|s| s.ppid)
+    );
+    let echoed = run_ok(&dir, &["call", "mcp__demo__echo", r#"{"text":"attached"}"#]);
+    assert_eq!(echoed.trim(), "attached");
+
+    // --no-attach runs a server of its own, gone when the command is.
+    let own = demo_pid(&dir, &["--no-attach"]);
+    assert_ne!(own, first, "--no-attach started its own demo server");
+    assert!(
+        eventually(Duration::from_secs(5), || !is_alive(own)),
+        "the --no-attach server {own} outlived its command"
+    );
+    assert!(
+        is_alive(first),
+        "serve's demo server survives the one-shot command"
+    );
+    assert_eq!(demo_pid(&dir, &[]), first);
+
+    let status = serve.stop(Signal::SIGTERM);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        serve.stderr.finish(Duration::from_secs(2))
+    );
+}
+
+#[test]
+fn an_attached_watch_sees_a_crash_and_the_restart_done_by_serve() {
+    let dir = empty_dir("watch");
+    let mut serve = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+    let before = demo_pid(&dir, &[]);
+
+    let mut watch = Running::start(&dir, &["watch"]);
+    // The watch says nothing once subscribed: a log line from the demo server,
+    // which serve forwards to watchers, shows that it is.
+    let mut subscribed = false;
+    for attempt in 0..30 {
+        assert!(
+            matches!(watch.child.try_wait(), Ok(None)),
+            "watch exited early\n{}",
+            watch.output()
+        );
+        let marker = format!("watch-marker-{attempt}");
+        run_ok(
+            &dir,
+            &[
+                "call",
+                "mcp__demo__log",
+                &format!(r#"{{"message":"{marker}"}}"#),
+            ],
+        );
+        if watch
+            .stdout
+            .wait_for(Duration::from_millis(500), |l| l.contains(&marker))
+            .is_some()
+        {
+            subscribed = true;
+            break;
+        }
+    }
+    assert!(
+        subscribed,
+        "watch printed none of the demo server's log lines\n{}",
+        watch.output()
+    );
+
+    let crash = run(&dir, &["call", "mcp__demo__crash", "{}"]);
+    assert_eq!(
+        crash.status.code(),
+        Some(1),
+        "{}",
+        describe(&["call", "mcp__demo__crash", "{}"], &crash)
+    );
+    let said = String::from_utf8_lossy(&crash.stdout);
+    assert!(
+        said.contains("`demo`"),
+        "the crash result names demo: {said}"
+    );
+
+    let down = watch
+        .stdout
+        .wait_for(Duration::from_secs(10), |l| l.starts_with("demo: down ("));
+    assert!(
+        down.is_some(),
+        "watch printed no restarting line\n{}",
+        watch.output()
+    );
+    let ready = watch
+        .stdout
+        .wait_for(Duration::from_secs(20), |l| l.starts_with("demo: ready"));
+    let Some(ready) = ready else {
+        panic!("watch printed no ready line\n{}", watch.output());
+    };
+    let after = demo_pid(&dir, &[]);
+    assert_ne!(after, before, "a new process serves demo");
+    assert!(
+        ready.ends_with(&format!("pid {after}")),
+        "ready line {ready:?} names the new pid {after}"
+    );
+    assert_eq!(parent_of(after), Some(serve.pid()));
+
+    kill(Pid::from_raw(watch.child.id() as i32), Signal::SIGINT).unwrap();
+    let Some(status) = wait_timeout(&mut watch.child, EXIT_TIMEOUT) else {
+        panic!(
+            "watch still running {EXIT_TIMEOUT:?} after SIGINT\n{}",
+            watch.output()
+        );
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "Ctrl-C ends watch cleanly\n{}",
+        watch.output()
+    );
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
+/// The live status of `demo` in `mcpvisor --json servers` (attached).
+fn live_demo(dir: &Path) -> Value {
+    let out = run_ok(dir, &["--json", "servers"]);
+    let all: Value = serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("`--json servers` printed no JSON ({e}): {out}"));
+    all[0]["running"].clone()
+}
+
+#[test]
+fn restart_brings_back_a_failed_server_of_the_running_serve() {
+    let dir = empty_dir("restart");
+    // No restart is allowed: one crash leaves the server failed.
+    let mut serve = Serve::start(
+        &dir,
+        &[
+            &FAST_RESTARTS[..],
+            &["--restart-max-restarts", "0", "serve"],
+        ]
+        .concat(),
+    );
+    let before = demo_pid(&dir, &[]);
+    let running = live_demo(&dir);
+    assert_eq!(running["state"], "ready", "{running}");
+    assert_eq!(running["pid"], before, "{running}");
+
+    let restart_running = run_ok(&dir, &["restart", "demo"]);
+    assert!(
+        restart_running.contains("was running; nothing to restart"),
+        "{restart_running}"
+    );
+    assert_eq!(
+        demo_pid(&dir, &[]),
+        before,
+        "a running server is left alone"
+    );
+
+    let crash = run(&dir, &["call", "mcp__demo__crash", "{}"]);
+    assert_eq!(crash.status.code(), Some(1));
+    let mut status = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            status = live_demo(&dir);
+            status["state"] == "failed"
+        }),
+        "demo is not reported failed after its crash: {status}"
+    );
+    let text = run_ok(&dir, &["servers"]);
+    assert!(text.contains("running: failed"), "{text}");
+    assert!(!is_alive(before), "the crashed server is gone");
+
+    // A call to the failed server says what to do.
+    let refused = run(&dir, &["call", "mcp__demo__pid", "{}"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stdout);
+    assert!(said.contains("mcpvisor restart demo"), "{said}");
+
+    let restarted = run_ok(&dir, &["restart", "demo"]);
+    assert!(restarted.contains("restarted server `demo`"), "{restarted}");
+    // Straight after `restart`, as a person or a script would.
+    let after = demo_pid(&dir, &[]);
+    assert_ne!(after, before);
+    assert_eq!(parent_of(after), Some(serve.pid()));
+    assert_eq!(live_demo(&dir)["state"], "ready");
+
+    let unknown = run(&dir, &["restart", "nope"]);
+    assert_eq!(
+        unknown.status.code(),
+        Some(2),
+        "{}",
+        describe(&["restart", "nope"], &unknown)
+    );
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.contains("no server is named `nope`"), "{said}");
+
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
+#[test]
+fn without_serve_the_one_shot_path_works_and_restart_says_what_it_needs() {
+    let dir = empty_dir("oneshot");
+    let tools = run_ok(&dir, &["tools"]);
+    assert!(tools.contains("mcp__demo__echo"), "{tools}");
+    let echoed = run_ok(&dir, &["call", "mcp__demo__echo", r#"{"text":"alone"}"#]);
+    assert_eq!(echoed.trim(), "alone");
+    let first = demo_pid(&dir, &[]);
+    let second = demo_pid(&dir, &[]);
+    assert_ne!(first, second, "each one-shot command runs its own server");
+
+    let out = run(&dir, &["restart", "demo"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        describe(&["restart", "demo"], &out)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("mcpvisor serve"), "{said}");
+    assert!(
+        processes_in(&dir).is_empty(),
+        "{:?} left",
+        processes_in(&dir)
+    );
+}
+
+#[test]
+fn one_serve_per_configuration_a_stale_socket_is_replaced_and_stop_leaves_nothing() {
+    let dir = empty_dir("single");
+    let mut first = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+    let first_demo = demo_pid(&dir, &[]);
+
+    let second = run(&dir, &["serve"]);
+    assert!(
+        !second.status.success(),
+        "{}",
+        describe(&["serve"], &second)
+    );
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(said.contains("already running"), "{said}");
+    assert_eq!(
+        demo_pid(&dir, &[]),
+        first_demo,
+        "the first serve still serves"
+    );
+
+    // A serve that is killed cannot remove its socket.
+    let status = first.stop(Signal::SIGKILL);
+    assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
+    assert!(
+        first.socket.exists(),
+        "the killed serve's socket {} stays",
+        first.socket.display()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || !is_alive(first_demo)),
+        "the killed serve's demo server {first_demo} outlived it"
+    );
+    // Meanwhile the commands see that nobody answers there and run on their own.
+    let alone = demo_pid(&dir, &[]);
+    assert_ne!(alone, first_demo);
+    let out = run(&dir, &["restart", "demo"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        describe(&["restart", "demo"], &out)
+    );
+
+    let mut next = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+    assert_eq!(
+        next.socket, first.socket,
+        "the same configuration, the same socket"
+    );
+    // The socket now leads to the new serve: a call attaches to its server.
+    let next_demo = demo_pid(&dir, &[]);
+    assert_ne!(next_demo, first_demo);
+    assert_eq!(
+        parent_of(next_demo),
+        Some(next.pid()),
+        "the call reached the new serve's demo server"
+    );
+    assert_eq!(demo_pid(&dir, &[]), next_demo);
+
+    let status = next.stop(Signal::SIGTERM);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        next.stderr.finish(Duration::from_secs(2))
+    );
+    assert!(
+        !next.socket.exists(),
+        "the socket {} is removed on exit",
+        next.socket.display()
+    );
+    assert!(!is_alive(next_demo), "serve's demo server stopped with it");
+    assert!(
+        eventually(Duration::from_secs(2), || live_group_members(next_demo)
+            .is_empty()),
+        "the demo server's group still has {:?}",
+        live_group_members(next_demo)
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || processes_in(&dir).is_empty()),
+        "processes left in the project directory: {:?}",
+        processes_in(&dir)
+    );
+    // Nothing runs: the commands are one-shot again.
+    let out = run(&dir, &["restart", "demo"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_socket_is_private_to_its_owner() {
+    let dir = empty_dir("modes");
+    let mut serve = Serve::start(&dir, &["serve"]);
+    let meta = std::fs::symlink_metadata(&serve.socket).unwrap();
+    assert!(meta.file_type().is_socket(), "{}", serve.socket.display());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let parent = serve.socket.parent().unwrap();
+    assert_eq!(parent, dir.join("home").join("run"));
+    let meta = std::fs::symlink_metadata(parent).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}

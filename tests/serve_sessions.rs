@@ -1,0 +1,455 @@
+//! Downstream sessions of `mcpvisor serve --http` side by side: a cancel in one
+//! session ends that session's call alone (and reaches the upstream server),
+//! and a crashed upstream fails only the calls to that server.
+//!
+//! The client is plain reqwest speaking Streamable HTTP (MCP 2025-03-26), so
+//! every status, header and body is checked as sent. Every wait is bounded;
+//! `serve` is stopped (and killed with its group on a hang) at the end.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+use support::proc::is_alive;
+
+/// From start to the "serving" line of `mcpvisor serve --http`.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// From SIGTERM to the exit of `serve`.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+/// One HTTP exchange that is expected to end soon.
+const QUICK: Duration = Duration::from_secs(20);
+
+fn empty_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpvisor-serve-sessions-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn mcpvisor(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+    cmd.current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .process_group(0);
+    cmd
+}
+
+/// Waits for `child` up to `within`; `None` when it is still running then.
+fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs a quick command (`enable`) in `dir`, killed if it hangs.
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let mut child = mcpvisor(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcpvisor");
+    if wait_timeout(&mut child, Duration::from_secs(30)).is_none() {
+        let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+    }
+    child.wait_with_output().expect("collect mcpvisor's output")
+}
+
+/// `mcpvisor serve --http 127.0.0.1:0`; stopped (and killed on a hang) when dropped.
+struct HttpServe {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl HttpServe {
+    fn start(dir: &Path, flags: &[&str]) -> HttpServe {
+        let mut child = mcpvisor(dir)
+            .args(flags)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcpvisor serve --http");
+        let pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (url_tx, url_rx) = mpsc::channel();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
+                    let _ = url_tx.send(url.to_string());
+                }
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+        let mut serve = HttpServe {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
+            Ok(url) => serve.url = url,
+            Err(_) => panic!(
+                "serve --http printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
+                serve.output()
+            ),
+        }
+        assert!(
+            serve.url.starts_with("http://127.0.0.1:") && serve.url.ends_with("/mcp"),
+            "unexpected serving line: {}",
+            serve.url
+        );
+        serve
+    }
+
+    fn output(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM; the exit status (fails the test after [`EXIT_TIMEOUT`]).
+    fn terminate(&mut self) -> ExitStatus {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("SIGTERM serve");
+        match wait_timeout(&mut self.child, EXIT_TIMEOUT) {
+            Some(status) => status,
+            None => {
+                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+                let _ = self.child.wait();
+                panic!(
+                    "serve still running {EXIT_TIMEOUT:?} after SIGTERM\nstderr:\n{}",
+                    self.output()
+                );
+            }
+        }
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+            if wait_timeout(&mut self.child, EXIT_TIMEOUT).is_none() {
+                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+/// What one POST got back.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    content_type: String,
+    session: Option<String>,
+    body: String,
+}
+
+impl Reply {
+    /// The JSON-RPC messages of the body: one JSON value, or SSE `data:` lines.
+    fn messages(&self) -> Vec<Value> {
+        if self.content_type.starts_with("text/event-stream") {
+            self.body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| serde_json::from_str(d.trim()).expect("SSE data is JSON"))
+                .collect()
+        } else if self.body.trim().is_empty() {
+            Vec::new()
+        } else {
+            vec![serde_json::from_str(&self.body).expect("the body is JSON")]
+        }
+    }
+
+    /// The answer to request `id`.
+    fn answer(&self, id: u64) -> Value {
+        self.messages()
+            .into_iter()
+            .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
+            .unwrap_or_else(|| panic!("no answer to request {id} in {self:?}"))
+    }
+}
+
+/// One HTTP MCP session.
+#[derive(Clone)]
+struct Session {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl Session {
+    /// `initialize` (without a session id), then `notifications/initialized`.
+    async fn open(http: &reqwest::Client, url: &str) -> Session {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "serve-sessions-test", "version": "1"}}});
+        let reply = within(QUICK, post(http, url, None, &init)).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let answer = reply.answer(1);
+        assert_eq!(
+            answer["result"]["protocolVersion"], "2025-03-26",
+            "{answer}"
+        );
+        let id = reply
+            .session
+            .clone()
+            .unwrap_or_else(|| panic!("initialize answered without Mcp-Session-Id: {reply:?}"));
+        let session = Session {
+            http: http.clone(),
+            url: url.to_string(),
+            id,
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let reply = within(QUICK, session.post(&initialized)).await;
+        assert_eq!(reply.status, 202, "{reply:?}");
+        session
+    }
+
+    async fn post(&self, message: &Value) -> Reply {
+        post(&self.http, &self.url, Some(&self.id), message).await
+    }
+
+    /// `tools/call` as request `id`, with a progress token; the whole reply.
+    async fn call(&self, id: u64, name: &str, arguments: Value) -> Reply {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": name, "arguments": arguments, "_meta": {"progressToken": format!("p{id}")}}});
+        self.post(&request).await
+    }
+
+    /// The result of a call that must answer within [`QUICK`].
+    async fn call_result(&self, id: u64, name: &str, arguments: Value) -> Value {
+        let reply = within(QUICK, self.call(id, name, arguments)).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let answer = reply.answer(id);
+        assert!(answer.get("result").is_some(), "{name}: {answer}");
+        answer["result"].clone()
+    }
+
+    async fn cancel(&self, id: u64) -> Reply {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the test changed its mind"}});
+        within(QUICK, self.post(&cancel)).await
+    }
+}
+
+async fn post(http: &reqwest::Client, url: &str, session: Option<&str>, message: &Value) -> Reply {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    let response = request
+        .body(message.to_string())
+        .send()
+        .await
+        .expect("POST");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (status, content_type, session) = (
+        response.status().as_u16(),
+        header("content-type").unwrap_or_default(),
+        header("mcp-session-id"),
+    );
+    let body = response.text().await.expect("read the body");
+    Reply {
+        status,
+        content_type,
+        session,
+        body,
+    }
+}
+
+/// `future`'s output, failing the test after `limit`.
+async fn within<T>(limit: Duration, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or_else(|_| panic!("no answer within {limit:?}"))
+}
+
+/// The text of a tool result's first block.
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"].as_bool().unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_in_one_session_ends_that_call_alone() {
+    let dir = empty_dir("cancel");
+    let mut serve = HttpServe::start(&dir, &[]);
+    let http = reqwest::Client::new();
+    let a = Session::open(&http, &serve.url).await;
+    let b = Session::open(&http, &serve.url).await;
+    assert_ne!(a.id, b.id, "each initialize opens its own session");
+    let pid: u32 = text(&b.call_result(9, "mcp__demo__pid", json!({})).await)
+        .parse()
+        .expect("a pid");
+
+    // Both sessions use request id 2: ids belong to their session.
+    let a_call = tokio::spawn({
+        let a = a.clone();
+        async move { a.call(2, "mcp__demo__sleep", json!({"ms": 60_000})).await }
+    });
+    let b_call = tokio::spawn({
+        let b = b.clone();
+        async move { b.call(2, "mcp__demo__sleep", json!({"ms": 4_000})).await }
+    });
+    // Both calls reach the demo server before A changes its mind.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(!a_call.is_finished() && !b_call.is_finished());
+
+    let cancelled = a.cancel(2).await;
+    assert_eq!(cancelled.status, 202, "{cancelled:?}");
+    assert!(cancelled.body.is_empty(), "{cancelled:?}");
+
+    // A's POST ends without an answer: serve sends none for a cancelled request
+    // (no message reached the POST's stream, so it is closed with 202 Accepted).
+    let a_reply = within(Duration::from_secs(10), a_call)
+        .await
+        .expect("A's POST task");
+    assert!(
+        !b_call.is_finished(),
+        "B's 4 s call is still running when A's cancelled call ends"
+    );
+    assert_eq!(a_reply.status, 202, "{a_reply:?}");
+    assert!(
+        a_reply.body.is_empty(),
+        "no answer for a cancelled request: {a_reply:?}"
+    );
+    assert!(a_reply.messages().is_empty(), "{a_reply:?}");
+
+    let b_reply = within(QUICK, b_call).await.expect("B's POST task");
+    assert_eq!(b_reply.status, 200, "{b_reply:?}");
+    let answer = b_reply.answer(2);
+    let result = &answer["result"];
+    assert!(!is_error(result), "{answer}");
+    assert_eq!(text(result), "slept 4000 ms", "{answer}");
+
+    // The cancel reached the demo server (A's call only), which still runs.
+    let seen = b.call_result(10, "mcp__demo__cancelled", json!({})).await;
+    let seen: Value = serde_json::from_str(text(&seen)).expect("a JSON array");
+    assert_eq!(
+        seen.as_array().map(Vec::len),
+        Some(1),
+        "one cancellation upstream: {seen}"
+    );
+    let again: u32 = text(&b.call_result(11, "mcp__demo__pid", json!({})).await)
+        .parse()
+        .unwrap();
+    assert_eq!(again, pid, "cancelling restarted nothing");
+
+    // Session A goes on: the cancelled id is free again.
+    let echoed = a
+        .call_result(2, "mcp__demo__echo", json!({"text": "after"}))
+        .await;
+    assert_eq!(text(&echoed), "after");
+
+    let status = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{}", serve.output());
+    assert!(!is_alive(pid), "the demo server stopped with serve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_upstream_fails_only_its_own_calls() {
+    let dir = empty_dir("crash");
+    let demo = json!({"command": env!("CARGO_BIN_EXE_mcpvisor"), "args": ["demo-server"]});
+    let config = json!({"mcpServers": {"a": demo, "b": demo}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    for name in ["a", "b"] {
+        let out = run(&dir, &["enable", name]);
+        assert!(
+            out.status.success(),
+            "enable {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut serve = HttpServe::start(&dir, &["--restart-initial-backoff-ms", "50"]);
+    let http = reqwest::Client::new();
+    let session = Session::open(&http, &serve.url).await;
+    let pid_of = |server: &'static str, id: u64| {
+        let session = session.clone();
+        async move {
+            let result = session
+                .call_result(id, &format!("mcp__{server}__pid"), json!({}))
+                .await;
+            text(&result).parse::<u32>().expect("a pid")
+        }
+    };
+    let (a_pid, b_pid) = (pid_of("a", 2).await, pid_of("b", 3).await);
+    assert_ne!(a_pid, b_pid);
+
+    let b_sleep = tokio::spawn({
+        let session = session.clone();
+        async move { session.call(4, "mcp__b__sleep", json!({"ms": 3_000})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let crashed = session.call_result(5, "mcp__a__crash", json!({})).await;
+    assert!(
+        is_error(&crashed),
+        "a crash is a tool error, not a protocol error: {crashed}"
+    );
+    assert!(
+        text(&crashed).contains("`a`"),
+        "the error names the server: {crashed}"
+    );
+    assert!(!b_sleep.is_finished(), "b's call is still running");
+
+    let reply = within(QUICK, b_sleep).await.expect("b's POST task");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let answer = reply.answer(4);
+    assert!(!is_error(&answer["result"]), "{answer}");
+    assert_eq!(text(&answer["result"]), "slept 3000 ms", "{answer}");
+    assert_eq!(pid_of("b", 6).await, b_pid, "b kept its process");
+    assert!(!is_alive(a_pid), "a's process is gone");
+
+    // a comes back on its own (restarts are allowed here).
+    let deadline = Instant::now() + QUICK;
+    let mut id = 7;
+    let a_again = loop {
+        id += 1;
+        let result = session.call_result(id, "mcp__a__pid", json!({})).await;
+        if !is_error(&result) {
+            break text(&result).parse::<u32>().expect("a pid");
+        }
+        assert!(Instant::now() < deadline, "a did not come back: {result}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_ne!(a_again, a_pid);
+
+    let status = serve.terminate();
+    assert_eq!(status.code(), Some(0), "{}", serve.output());
+}
