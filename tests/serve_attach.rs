@@ -364,38 +364,8 @@ fn an_attached_watch_sees_a_crash_and_the_restart_done_by_serve() {
     let before = demo_pid(&dir, &[]);
 
     let mut watch = Running::start(&dir, &["watch"]);
-    // The watch says nothing once subscribed: a log line from the demo server,
-    // which serve forwards to watchers, shows that it is.
-    let mut subscribed = false;
-    for attempt in 0..30 {
-        assert!(
-            matches!(watch.child.try_wait(), Ok(None)),
-            "watch exited early\n{}",
-            watch.output()
-        );
-        let marker = format!("watch-marker-{attempt}");
-        run_ok(
-            &dir,
-            &[
-                "call",
-                "mcp__demo__log",
-                &format!(r#"{{"message":"{marker}"}}"#),
-            ],
-        );
-        if watch
-            .stdout
-            .wait_for(Duration::from_millis(500), |l| l.contains(&marker))
-            .is_some()
-        {
-            subscribed = true;
-            break;
-        }
-    }
-    assert!(
-        subscribed,
-        "watch printed none of the demo server's log lines\n{}",
-        watch.output()
-    );
+    // The watch says nothing once subscribed.
+    wait_subscribed(&dir, &mut watch, "demo");
 
     let crash = run(&dir, &["call", "mcp__demo__crash", "{}"]);
     assert_eq!(
@@ -651,5 +621,196 @@ fn the_socket_is_private_to_its_owner() {
     let meta = std::fs::symlink_metadata(parent).unwrap();
     assert!(meta.is_dir());
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
+/// Waits until `watch` prints a log line of the demo server (serve forwards
+/// those to watchers), which shows that it is subscribed.
+fn wait_subscribed(dir: &Path, watch: &mut Running, server: &str) {
+    for attempt in 0..30 {
+        assert!(
+            matches!(watch.child.try_wait(), Ok(None)),
+            "watch exited early\n{}",
+            watch.output()
+        );
+        let marker = format!("subscribed-marker-{attempt}");
+        run_ok(
+            dir,
+            &[
+                "call",
+                &format!("mcp__{server}__log"),
+                &format!(r#"{{"message":"{marker}"}}"#),
+            ],
+        );
+        if watch
+            .stdout
+            .wait_for(Duration::from_millis(500), |l| l.contains(&marker))
+            .is_some()
+        {
+            return;
+        }
+    }
+    panic!(
+        "watch printed none of the demo server's log lines\n{}",
+        watch.output()
+    );
+}
+
+#[test]
+fn stopping_serve_answers_attached_commands_and_leaves_nothing() {
+    let dir = empty_dir("stop");
+    let mut serve = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+    let demo = demo_pid(&dir, &[]);
+    let mut watch = Running::start(&dir, &["watch"]);
+    wait_subscribed(&dir, &mut watch, "demo");
+    let mut call = Running::start(&dir, &["call", "mcp__demo__sleep", r#"{"ms":60000}"#]);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert!(
+        matches!(call.child.try_wait(), Ok(None)),
+        "the sleep call is in flight\n{}",
+        call.output()
+    );
+
+    let started = Instant::now();
+    let status = serve.stop(Signal::SIGTERM);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        serve.stderr.finish(Duration::from_secs(2))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "serve took {:?} to stop",
+        started.elapsed()
+    );
+
+    // The call in flight is told that serve went away, instead of hanging.
+    let Some(code) = wait_timeout(&mut call.child, EXIT_TIMEOUT) else {
+        panic!(
+            "the attached call outlived serve by {EXIT_TIMEOUT:?}\n{}",
+            call.output()
+        );
+    };
+    assert_eq!(code.code(), Some(1), "{}", call.output());
+    let said = call.stdout.finish(Duration::from_secs(2));
+    assert!(said.contains("shutting down"), "{}", call.output());
+
+    let Some(code) = wait_timeout(&mut watch.child, EXIT_TIMEOUT) else {
+        panic!(
+            "watch outlived serve by {EXIT_TIMEOUT:?}\n{}",
+            watch.output()
+        );
+    };
+    assert_eq!(code.code(), Some(0), "{}", watch.output());
+    assert!(
+        watch
+            .stderr
+            .finish(Duration::from_secs(2))
+            .contains("serve stopped"),
+        "{}",
+        watch.output()
+    );
+
+    assert!(!serve.socket.exists(), "the socket is removed on exit");
+    assert!(!is_alive(demo));
+    assert!(
+        eventually(Duration::from_secs(2), || processes_in(&dir).is_empty()),
+        "processes left in the project directory: {:?}",
+        processes_in(&dir)
+    );
+}
+
+#[test]
+fn a_configured_project_is_attached_from_its_directory_and_by_path() {
+    let dir = empty_dir("configured");
+    let config = serde_json::json!({"mcpServers": {
+        "svc": {"command": env!("CARGO_BIN_EXE_mcpvisor"), "args": ["demo-server"]}
+    }});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    run_ok(&dir, &["enable", "svc"]);
+    let mut serve = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
+
+    let pid = |cwd: &Path, flags: &[&str]| -> u32 {
+        let args = [flags, &["call", "mcp__svc__pid", "{}"]].concat();
+        let mut cmd = mcpvisor(cwd);
+        // The home of the project, wherever the command runs.
+        cmd.env("MCPVISOR_HOME", dir.join("home")).args(&args);
+        let mut child = cmd.spawn().unwrap();
+        let stdout = Lines::start(child.stdout.take().unwrap());
+        let stderr = Lines::start(child.stderr.take().unwrap());
+        let Some(status) = wait_timeout(&mut child, COMMAND_TIMEOUT) else {
+            kill_group(&mut child);
+            panic!("`mcpvisor {}` hung\n{}", args.join(" "), stderr.text());
+        };
+        let out = stdout.finish(Duration::from_secs(5));
+        assert!(
+            status.success(),
+            "`mcpvisor {}`: {status}\n{out}\n{}",
+            args.join(" "),
+            stderr.finish(Duration::from_secs(5))
+        );
+        out.trim().parse().unwrap()
+    };
+    let here = pid(&dir, &[]);
+    assert_eq!(parent_of(here), Some(serve.pid()));
+    let elsewhere = empty_dir("configured-elsewhere");
+    let config_path = dir.join(".mcp.json");
+    let by_path = pid(&elsewhere, &["--config", config_path.to_str().unwrap()]);
+    assert_eq!(by_path, here, "--config names the same configuration");
+    let explicit = pid(&dir, &["--config", ".mcp.json"]);
+    assert_eq!(explicit, here);
+
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
+#[test]
+fn a_call_right_after_restart_reaches_a_server_that_takes_a_moment_to_start() {
+    let dir = empty_dir("slow-restart");
+    // The demo server behind a one-second start, like a server that loads a model or an index.
+    let config = serde_json::json!({"mcpServers": {
+        "slow": {"command": "sh", "args": [
+            "-c", "sleep 1; exec \"$0\" demo-server", env!("CARGO_BIN_EXE_mcpvisor")
+        ]}
+    }});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    run_ok(&dir, &["enable", "slow"]);
+    let mut serve = Serve::start(
+        &dir,
+        &[
+            &FAST_RESTARTS[..],
+            &["--restart-max-restarts", "0", "serve"],
+        ]
+        .concat(),
+    );
+    let pid = |dir: &Path| -> u32 {
+        let out = run_ok(dir, &["call", "mcp__slow__pid", "{}"]);
+        out.trim().parse().unwrap()
+    };
+    // serve holds the first calls until the first start settled.
+    let before = pid(&dir);
+    let crash = run(&dir, &["call", "mcp__slow__crash", "{}"]);
+    assert_eq!(crash.status.code(), Some(1));
+    let mut status = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let out = run_ok(&dir, &["--json", "servers"]);
+            status = serde_json::from_str::<Value>(out.trim()).unwrap()[0]["running"].clone();
+            status["state"] == "failed"
+        }),
+        "slow is not reported failed: {status}"
+    );
+
+    let restarted = run_ok(&dir, &["restart", "slow"]);
+    assert!(restarted.contains("restarted server `slow`"), "{restarted}");
+    let args = ["call", "mcp__slow__pid", "{}"];
+    let out = run(&dir, &args);
+    assert!(
+        out.status.success(),
+        "the call right after `mcpvisor restart slow` failed: {}",
+        describe(&args, &out)
+    );
+    let after: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_ne!(after, before);
     assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
 }
