@@ -33,6 +33,17 @@ fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+/// Kills the serve if the test fails before it exits on its own.
+struct KillOnDrop(Option<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+    }
+}
+
 fn line(v: Value) -> String {
     format!("{v}\n")
 }
@@ -51,6 +62,7 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut guard = KillOnDrop(Some(child.id()));
     let (tx, rx) = mpsc::channel::<String>();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let err_tx = tx.clone();
@@ -163,6 +175,7 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
         assert!(Instant::now() < deadline, "serve did not exit");
         std::thread::sleep(Duration::from_millis(20));
     };
+    guard.0 = None;
     assert!(status.success(), "{status}");
     assert!(!processes.is_empty());
     for p in processes {

@@ -90,7 +90,20 @@ impl Project {
     }
 }
 
-fn stop(mut child: Child) {
+/// A running serve, killed if the test fails before stopping it.
+struct Serving(Option<Child>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn stop(mut serving: Serving) {
+    let mut child = serving.0.take().unwrap();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -109,7 +122,7 @@ fn reload_and_sighup_apply_the_edited_file() {
     let p = Project::new("edit");
     p.write(&["a"]);
     p.ok(&["enable", "a"]);
-    let serve = p.serve();
+    let serve = Serving(Some(p.serve()));
     let pid_a = p.ok(&["call", "mcp__a__pid", "{}"]);
     assert!(p.ok(&["tools"]).contains("mcp__a__echo"));
 
@@ -128,7 +141,8 @@ fn reload_and_sighup_apply_the_edited_file() {
 
     // SIGHUP does the same: `a` leaves the file.
     p.write(&["b"]);
-    kill(Pid::from_raw(serve.id() as i32), Signal::SIGHUP).unwrap();
+    let pid = serve.0.as_ref().unwrap().id();
+    kill(Pid::from_raw(pid as i32), Signal::SIGHUP).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let tools = p.ok(&["tools"]);

@@ -89,6 +89,25 @@ impl Gateway {
         Ok(report)
     }
 
+    /// Restarts the servers named `name` that are down or failed, and waits (as
+    /// long as a first start may) for them to settle, so the next call finds
+    /// them ready. Returns how many were restarted.
+    pub async fn restart(&self, name: &str) -> Result<usize, mcpvisor::CallError> {
+        let restarted = self.host.restart(name).await?;
+        let settled = || {
+            self.host
+                .servers()
+                .iter()
+                .filter(|s| &*s.name == name)
+                .all(|s| s.state.is_settled())
+        };
+        let deadline = tokio::time::Instant::now() + self.options.first_start;
+        while restarted > 0 && !settled() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(restarted)
+    }
+
     /// Resolves once every server's first start settled (ready, failed or
     /// waiting for a login), [`GatewayOptions::first_start`] passed, or the
     /// gateway is stopping.

@@ -259,7 +259,7 @@ impl Session {
                     .and_then(|p| p.get("server"))
                     .and_then(Value::as_str)
                     .ok_or_else(|| error(error_codes::INVALID_PARAMS, "`server` is required"))?;
-                match host.restart(name).await {
+                match self.gateway.restart(name).await {
                     Ok(restarted) => Ok(json!({ "restarted": restarted })),
                     Err(e @ CallError::UnknownServer(_)) => {
                         Err(error(error_codes::INVALID_PARAMS, e.to_string()))
