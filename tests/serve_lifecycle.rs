@@ -79,12 +79,13 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
     });
     let next = |pred: &dyn Fn(&str) -> bool| -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(l) if pred(&l) => return l,
-                Ok(_) => {}
-                Err(_) => panic!("nothing matching arrived"),
+                Ok(l) => seen.push(l),
+                Err(e) => panic!("nothing matching arrived ({e}); saw {seen:#?}"),
             }
         }
     };
@@ -154,8 +155,22 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
     let processes = descendants(pid);
     kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
 
-    let answer = next(&|l| l.starts_with("out:") && l.contains("\"id\":2"));
-    let answer: Value = serde_json::from_str(answer.trim_start_matches("out:")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "serve did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Everything it printed after the signal (both pipes are closed by now).
+    let printed: Vec<String> = rx.iter().collect();
+    assert!(status.success(), "{status}; printed {printed:#?}");
+    let answer = printed
+        .iter()
+        .find_map(|l| l.strip_prefix("out:").filter(|l| l.contains("\"id\":2")))
+        .unwrap_or_else(|| panic!("no answer to the call in flight; printed {printed:#?}"));
+    let answer: Value = serde_json::from_str(answer).unwrap();
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert!(
         answer["result"]["content"][0]["text"]
@@ -166,15 +181,6 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
     );
     let over_http = http.join().unwrap();
     assert!(over_http.contains("shutting down"), "{over_http}");
-
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "serve did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
     guard.0 = None;
     assert!(status.success(), "{status}");
     assert!(!processes.is_empty());

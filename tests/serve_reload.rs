@@ -106,15 +106,19 @@ fn stop(mut serving: Serving) {
     let mut child = serving.0.take().unwrap();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
+    let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "serve exited with {status}");
-            return;
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    panic!("serve did not stop on SIGTERM");
+    };
+    let status = status.expect("serve did not stop on SIGTERM");
+    assert!(status.success(), "serve exited with {status}");
 }
 
 #[test]

@@ -120,8 +120,13 @@ impl Session {
         if state.closed {
             return;
         }
+        // Decided in arrival order, here, not in the tasks: a call sent right
+        // behind `initialize` must not race it.
+        let opening = request.method == methods::INITIALIZE;
         let refusal = if state.in_flight.contains_key(&request.id) {
             Some(format!("request id {} is already in use", request.id))
+        } else if !opening && request.method != methods::PING && !state.greeted {
+            Some("the session is not initialized: send `initialize` first".to_string())
         } else if state.in_flight.len() >= self.gateway.options().max_in_flight {
             Some(format!(
                 "this session has {} requests in flight; wait for one to finish",
@@ -136,6 +141,9 @@ impl Session {
                 let _ = replies.send(error).await;
             });
             return;
+        }
+        if opening {
+            state.greeted = true;
         }
         let id = request.id.clone();
         let session = self.clone();
@@ -212,12 +220,6 @@ impl Session {
             methods::PING => return Ok(json!({})),
             _ => {}
         }
-        if !self.state.lock().greeted {
-            return Err(error(
-                error_codes::INVALID_REQUEST,
-                "the session is not initialized: send `initialize` first",
-            ));
-        }
         let host = self.gateway.host();
         if matches!(method, methods::TOOLS_LIST | methods::TOOLS_CALL) {
             self.gateway.first_start_settled().await;
@@ -287,9 +289,12 @@ impl Session {
             .as_ref()
             .and_then(|p| p.get("protocolVersion"))
             .and_then(Value::as_str)
-            .ok_or_else(|| error(error_codes::INVALID_PARAMS, "`protocolVersion` is required"))?;
+            .ok_or_else(|| {
+                // Not initialized after all: what follows is refused again.
+                self.state.lock().greeted = false;
+                error(error_codes::INVALID_PARAMS, "`protocolVersion` is required")
+            })?;
         tracing::debug!(requested, "downstream session initialized");
-        self.state.lock().greeted = true;
         Ok(json!({
             // The one revision this gateway serves; a client that wants another
             // one sees it here and may disconnect (the MCP negotiation rule).

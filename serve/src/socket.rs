@@ -137,13 +137,14 @@ impl SocketListener {
         &self.place.socket
     }
 
-    /// Serves every connection as one session until the gateway stops.
+    /// Serves every connection as one session until the gateway stops and the
+    /// sessions have ended.
     pub async fn serve(&self, gateway: Arc<Gateway>) {
         let open = Arc::new(AtomicUsize::new(0));
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
-                () = gateway.stopped() => return,
+                () = gateway.stopped() => break,
             };
             let stream = match accepted {
                 Ok((stream, _)) => stream,
@@ -168,6 +169,12 @@ impl SocketListener {
                 serve_lines(gateway, Naming::Qualified, reader, writer).await;
                 open.fetch_sub(1, Ordering::SeqCst);
             });
+        }
+        // Each session answers its calls in flight with a shutdown error and
+        // ends; wait for them (bounded), so the answers are written before exit.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+        while open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     }
 }

@@ -127,10 +127,15 @@ pub(crate) async fn serve(
             tokio::io::stdin(),
             tokio::io::stdout(),
         );
+        let mut session = std::pin::pin!(session);
         tokio::select! {
             // The host closed stdin: the MCP way to say it is done.
-            () = session => {}
-            () = signals => {}
+            () = &mut session => {}
+            () = signals => {
+                // The session answers its calls in flight (a shutdown error), then ends.
+                gateway.stop();
+                let _ = tokio::time::timeout(Duration::from_secs(3), session).await;
+            }
         }
     } else {
         signals.await;
