@@ -814,3 +814,41 @@ fn a_call_right_after_restart_reaches_a_server_that_takes_a_moment_to_start() {
     assert_ne!(after, before);
     assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
 }
+
+#[test]
+fn an_attached_call_keeps_its_timeout() {
+    let dir = empty_dir("timeout");
+    let mut serve = Serve::start(&dir, &["serve"]);
+    let before = demo_pid(&dir, &[]);
+    let args = [
+        "call",
+        "mcp__demo__sleep",
+        r#"{"ms":5000}"#,
+        "--timeout-ms",
+        "300",
+    ];
+    let out = run(&dir, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("did not answer within 0.3s"),
+        "{}",
+        describe(&args, &out)
+    );
+    // The timeout was the call's own, not the server's default of a minute.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // The timed-out connection was replaced.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let out = run(&dir, &["call", "mcp__demo__pid", "{}"]);
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout).trim() != before.to_string()
+        }),
+        "the demo server did not come back with a new process"
+    );
+    assert!(serve.stop(Signal::SIGTERM).success());
+}

@@ -48,6 +48,11 @@ pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> O
         ServerState::LoginRequired { .. } => format!(
             "server `{name}` needs a login: run `mcpvisor login {name}`, then `mcpvisor restart {name}`"
         ),
+        // Routes go before the status says so: a ready server with no route at
+        // all is one whose connection just ended.
+        ServerState::Ready if !host.routes().iter().any(|r| r.server == *name) => {
+            format!("server `{name}` is restarting; retry in a moment")
+        }
         ServerState::Ready => format!(
             "server `{name}` does not offer `{advertised}` (its tools changed); list the tools again"
         ),

@@ -43,6 +43,9 @@ pub mod extension {
     pub const RELOAD: &str = "mcpvisor/reload";
     /// Asks for every supervisor event as an [`EVENT`] notification.
     pub const WATCH: &str = "mcpvisor/watch";
+    /// In a `tools/call`'s `_meta`: this call's timeout in milliseconds,
+    /// instead of the server's request timeout.
+    pub const TIMEOUT_MS: &str = "mcpvisor/timeoutMs";
     /// One supervisor event: `{"text": ..., "event": {...}}`.
     pub const EVENT: &str = "notifications/mcpvisor/event";
 }
@@ -330,6 +333,14 @@ impl Session {
             return outcome::unrouted(host, name, None);
         };
         let mut options = CallOptions::default();
+        // mcpvisor's own clients may shorten (or lengthen) the server's timeout.
+        if let Some(ms) = params
+            .get("_meta")
+            .and_then(|m| m.get(extension::TIMEOUT_MS))
+            .and_then(Value::as_u64)
+        {
+            options = options.timeout(Duration::from_millis(ms));
+        }
         let token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))

@@ -67,10 +67,15 @@ pub(crate) async fn call(
     client: &mut Client,
     name: &str,
     arguments: Value,
+    timeout_ms: Option<u64>,
     json: bool,
     stop: &mut StopSignals,
 ) -> Result<ExitCode, Failure> {
-    let params = json!({"name": name, "arguments": arguments, "_meta": {"progressToken": "cli"}});
+    let mut params =
+        json!({"name": name, "arguments": arguments, "_meta": {"progressToken": "cli"}});
+    if let Some(ms) = timeout_ms {
+        params["_meta"][extension::TIMEOUT_MS] = json!(ms);
+    }
     let on_progress = |n: &mcpvisor::protocol::jsonrpc::Notification| {
         if json || n.method != methods::PROGRESS {
             return;

@@ -253,11 +253,21 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         return match command {
             Command::Tools => attached::tools(&mut client, cli.json).await,
             Command::Call {
-                name, arguments, ..
+                name,
+                arguments,
+                timeout_ms,
             } => {
                 let arguments =
                     live::parse_arguments(&arguments).map_err(|(m, c)| Failure(m, c))?;
-                attached::call(&mut client, &name, arguments, cli.json, &mut stop).await
+                attached::call(
+                    &mut client,
+                    &name,
+                    arguments,
+                    timeout_ms,
+                    cli.json,
+                    &mut stop,
+                )
+                .await
             }
             Command::Watch => attached::watch(&mut client, cli.json, &mut stop).await,
             Command::Restart { name } => attached::restart(&mut client, &name).await,
@@ -343,10 +353,15 @@ async fn attach(
             return Ok(None);
         }
     };
-    mcpvisor_serve::client::Client::start(stream)
-        .await
-        .map(Some)
-        .map_err(|e| Failure(format!("attaching to the running serve failed: {e}"), 1))
+    // A serve that holds its socket but does not answer must not hang the command.
+    match tokio::time::timeout(Duration::from_secs(10), mcpvisor_serve::client::Client::start(stream)).await {
+        Ok(Ok(client)) => Ok(Some(client)),
+        Ok(Err(e)) => Err(Failure(format!("attaching to the running serve failed: {e}"), 1)),
+        Err(_) => Err(Failure(
+            "the running serve did not answer within 10 s (use --no-attach to run the servers here)".into(),
+            1,
+        )),
+    }
 }
 
 /// The enabled entries of the project (reporting the others), or the demo server.
