@@ -14,6 +14,10 @@
 //!   calls in flight, spawn-to-ready, 100 servers to all-ready, memory per idle
 //!   connection, kill-to-ready-again, CPU time per call.
 //!
+//! - **gateways** ([`gateway`]): `mcpvisor serve` over Streamable HTTP against
+//!   supergateway, mcp-proxy and mcp-hub fronting the same stdio server, a
+//!   direct `Host::call`, and the `mcpvisor call` command line.
+//!
 //! [`report`] turns the measurements into `docs/BENCHMARKS.md` and
 //! `docs/benchmarks.json`, with the ratios mcpvisor/rmcp and mcpvisor/floor and
 //! the targets checked. Speed is measured here, never in tests.
@@ -22,6 +26,7 @@
 
 pub mod clients;
 pub mod figures;
+pub mod gateway;
 pub mod profile;
 pub mod report;
 pub mod servers;

@@ -2,18 +2,23 @@
 //!
 //! `harness [--quick] [--out DIR]` measures every figure and writes
 //! `BENCHMARKS.md` and `benchmarks.json` (default: the workspace's `docs/`).
+//! `harness gateway` measures only `mcpvisor serve` against the other gateways
+//! and puts that section into the existing files, leaving the rest as it was.
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
 //! (`harness probe-memory CLIENT N`), so one build has every part it runs;
 //! `harness profile-calls CLIENT N` makes only sequential calls, and
-//! `harness profile-fleet CLIENT N REPEATS` only starts fleets, for a profiler.
+//! `harness profile-fleet CLIENT N REPEATS` only starts fleets, and
+//! `harness profile-gateway URL TOOL N` only calls a running gateway, for a profiler.
 
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use mcpvisor_bench::figures::{self, Plan, Setup, memory};
+use mcpvisor_bench::gateway::{self, GatewayPeers, GatewaySetup};
 use mcpvisor_bench::profile;
 use mcpvisor_bench::report::Report;
+use mcpvisor_bench::report::gateway::GatewayReport;
 use mcpvisor_bench::report::machine::{Machine, Versions};
 use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
 
@@ -22,24 +27,41 @@ use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
 #[command(name = "harness")]
 struct Args {
     /// A short run (1 round, 1,000 calls, 1 s windows) to check that everything works.
-    #[arg(long)]
+    #[arg(long, global = true)]
     quick: bool,
     /// Where to write BENCHMARKS.md and benchmarks.json.
-    #[arg(long)]
+    #[arg(long, global = true)]
     out: Option<PathBuf>,
     /// Rounds (overrides the plan's).
-    #[arg(long)]
+    #[arg(long, global = true)]
     rounds: Option<usize>,
     /// Sequential calls per round (overrides the plan's).
-    #[arg(long)]
+    #[arg(long, global = true)]
     calls: Option<usize>,
     /// Where the pinned peers are installed (default: the workspace's tests/peers).
-    #[arg(long)]
+    #[arg(long, global = true)]
     peers: Option<PathBuf>,
+    /// Where the npm gateways are installed (default: bench/peers, by bench/peers/install.sh).
+    #[arg(long, global = true)]
+    gateway_peers: Option<PathBuf>,
+    /// The mcpvisor binary to serve with (default: `mcpvisor` next to this binary;
+    /// build it with `cargo build --release -p mcpvisor-cli`).
+    #[arg(long, global = true)]
+    mcpvisor: Option<PathBuf>,
     /// Measure only servers whose key contains this (rmcp-echo, demo, everything-stdio,
-    /// everything-http, python-http-json); the report then holds only those.
+    /// everything-http, python-http-json, gateway); the report then holds only those.
     #[arg(long)]
     only: Option<String>,
+    #[command(subcommand)]
+    command: Option<Only>,
+}
+
+#[derive(Subcommand)]
+enum Only {
+    /// Only `mcpvisor serve` against supergateway, mcp-proxy and mcp-hub, a direct
+    /// Host::call and the `mcpvisor call` command line; the section is put into the
+    /// existing BENCHMARKS.md and benchmarks.json.
+    Gateway,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -50,6 +72,7 @@ fn main() -> anyhow::Result<()> {
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
         Some(profile::PROFILE_FLEET_ARG) => return profile_fleet(&argv[2..]),
+        Some(profile::PROFILE_GATEWAY_ARG) => return profile_gateway(&argv[2..]),
         _ => {}
     }
     let args = Args::parse();
@@ -61,22 +84,51 @@ fn main() -> anyhow::Result<()> {
     plan.rounds = args.rounds.unwrap_or(plan.rounds);
     plan.calls = args.calls.unwrap_or(plan.calls);
     let peers = args.peers.map_or_else(Peers::in_workspace, Peers::new);
+    let exe = std::env::current_exe()?;
+    let gateway_setup = GatewaySetup {
+        mcpvisor: args
+            .mcpvisor
+            .unwrap_or_else(|| GatewaySetup::sibling_mcpvisor(&exe)),
+        peers: args
+            .gateway_peers
+            .map_or_else(GatewayPeers::in_workspace, GatewayPeers::new),
+        exe: exe.clone(),
+    };
+    let out = args
+        .out
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs"));
+    let runtime = tokio::runtime::Runtime::new()?;
+    if let Some(Only::Gateway) = args.command {
+        let measured = runtime.block_on(gateway::run(&plan, &gateway_setup));
+        let report = GatewayReport::new(&measured, &plan, &gateway_setup.peers);
+        report.splice_into(&out, &Versions::detect(&peers).gateway_line())?;
+        eprintln!(
+            "wrote the gateway section of {}",
+            out.join("BENCHMARKS.md").display()
+        );
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        return Ok(());
+    }
+    let with_gateway = args.only.as_deref().is_none_or(|o| "gateway".contains(o));
     let setup = Setup {
-        exe: std::env::current_exe()?,
+        exe,
         peers: peers.clone(),
         only: args.only,
     };
-    let runtime = tokio::runtime::Runtime::new()?;
     let measurements = runtime.block_on(figures::run(&plan, &setup));
+    let gateway = if with_gateway {
+        let measured = runtime.block_on(gateway::run(&plan, &gateway_setup));
+        Some(GatewayReport::new(&measured, &plan, &gateway_setup.peers))
+    } else {
+        None
+    };
     let report = Report::new(
         &measurements,
         &plan,
         Machine::detect(),
         Versions::detect(&peers),
+        gateway,
     );
-    let out = args
-        .out
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs"));
     report.write(&out)?;
     eprintln!("wrote {}", out.join("BENCHMARKS.md").display());
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -104,6 +156,18 @@ fn profile_calls(args: &[String]) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let mean = runtime.block_on(profile::profile_calls(client, n.parse()?))?;
     println!("{client}: {mean:.1} µs per call");
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// `profile-gateway URL TOOL N`: calls through a running gateway only; prints the round trip.
+fn profile_gateway(args: &[String]) -> anyhow::Result<()> {
+    let [url, tool, n] = args else {
+        anyhow::bail!("usage: harness profile-gateway URL TOOL|ping N");
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (mean, p50) = runtime.block_on(profile::profile_gateway(url, tool, n.parse()?))?;
+    println!("{tool}: mean {mean:.1} µs, p50 {p50:.1} µs per call");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }

@@ -21,8 +21,9 @@ pub struct HttpFloor {
     url: String,
     session: Option<HeaderValue>,
     next_id: AtomicU64,
-    /// The `tools/call` body up to its id, and after it.
-    body: (String, String),
+    /// The `tools/call` body up to its id, and after it; for a plain JSON
+    /// endpoint ([`HttpFloor::open_rest`]) the whole body, and no id.
+    body: (String, Option<String>),
 }
 
 impl HttpFloor {
@@ -31,18 +32,31 @@ impl HttpFloor {
         let Endpoint::Http { url } = &server.endpoint else {
             bail!("the HTTP floor needs an HTTP server");
         };
-        let arguments = serde_json::Value::Object(server.arguments());
+        HttpFloor::open_mcp(
+            url,
+            server.tool,
+            &serde_json::Value::Object(server.arguments()),
+        )
+        .await
+    }
+
+    /// Initializes a session with the Streamable HTTP endpoint `url`; every
+    /// call is then `tool` with `arguments`.
+    pub async fn open_mcp(
+        url: &str,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> anyhow::Result<HttpFloor> {
         let mut floor = HttpFloor {
             client: reqwest::Client::builder().build()?,
-            url: url.clone(),
+            url: url.to_string(),
             session: None,
             next_id: AtomicU64::new(2),
             body: (
                 "{\"jsonrpc\":\"2.0\",\"id\":".to_string(),
-                format!(
-                    ",\"method\":\"tools/call\",\"params\":{{\"name\":\"{}\",\"arguments\":{arguments}}}}}",
-                    server.tool
-                ),
+                Some(format!(
+                    ",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{arguments}}}}}"
+                )),
             ),
         };
         let initialize = format!(
@@ -61,6 +75,25 @@ impl HttpFloor {
             .await?;
         ensure_result(&tools)?;
         Ok(floor)
+    }
+
+    /// The same session, each call now an MCP `ping` (answered by the server
+    /// itself): what a round trip costs without the tool call.
+    pub fn pinging(mut self) -> HttpFloor {
+        self.body.1 = Some(",\"method\":\"ping\"}".into());
+        self
+    }
+
+    /// The same client for a plain JSON endpoint that is not MCP (mcp-hub's
+    /// REST API): every call posts `body` as it is and reads the answer whole.
+    pub fn open_rest(url: &str, body: String) -> anyhow::Result<HttpFloor> {
+        Ok(HttpFloor {
+            client: reqwest::Client::builder().build()?,
+            url: url.to_string(),
+            session: None,
+            next_id: AtomicU64::new(0),
+            body: (body, None),
+        })
     }
 
     async fn post(&self, body: String) -> anyhow::Result<reqwest::Response> {
@@ -85,8 +118,13 @@ impl HttpFloor {
 
     /// One echo call.
     pub async fn call(&self) -> anyhow::Result<()> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!("{}{id}{}", self.body.0, self.body.1);
+        let body = match &self.body.1 {
+            Some(tail) => {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                format!("{}{id}{tail}", self.body.0)
+            }
+            None => self.body.0.clone(),
+        };
         let answer = self.post(body).await?.bytes().await?;
         ensure_result(&answer)
     }
@@ -106,8 +144,14 @@ impl HttpFloor {
 
 fn ensure_result(body: &[u8]) -> anyhow::Result<()> {
     const RESULT: &[u8] = b"\"result\"";
-    body.windows(RESULT.len())
-        .any(|w| w == RESULT)
+    const FAILED: &[u8] = b"\"isError\":true";
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    ensure!(
+        !has(FAILED),
+        "the tool failed: {}",
+        String::from_utf8_lossy(body)
+    );
+    has(RESULT)
         .then_some(())
         .with_context(|| format!("no result in {}", String::from_utf8_lossy(body)))
 }

@@ -39,6 +39,8 @@ pub struct Plan {
     pub fleet: usize,
     /// Kill-to-ready samples per round and policy.
     pub restart_samples: usize,
+    /// `mcpvisor call` runs per round, attached and one-shot each.
+    pub cli_runs: usize,
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -57,6 +59,7 @@ impl Plan {
             spawn_samples: 5,
             fleet: 100,
             restart_samples: 3,
+            cli_runs: 30,
         }
     }
 
@@ -69,6 +72,7 @@ impl Plan {
             window: Duration::from_secs(1),
             spawn_samples: 2,
             restart_samples: 2,
+            cli_runs: 10,
             ..Plan::full()
         }
     }

@@ -101,6 +101,13 @@ impl Versions {
     }
 }
 
+impl Versions {
+    /// What the gateway section names: mcpvisor's build and the node running the npm gateways.
+    pub fn gateway_line(&self) -> String {
+        format!("mcpvisor {}; node {}", self.mcpvisor, self.node)
+    }
+}
+
 /// The current time, UTC, to the minute.
 pub fn utc_now() -> String {
     output(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]))

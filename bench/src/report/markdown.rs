@@ -84,6 +84,10 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "- {note}");
         }
     }
+    if let Some(gateway) = &report.gateway {
+        out.push('\n');
+        out.push_str(&super::gateway::render(gateway, &v.gateway_line()));
+    }
     out
 }
 
@@ -191,7 +195,7 @@ fn table<'a>(out: &mut String, rows: impl Iterator<Item = &'a Row>) {
     }
 }
 
-fn targets(out: &mut String, checks: &[TargetCheck]) {
+pub(crate) fn targets(out: &mut String, checks: &[TargetCheck]) {
     out.push_str("| target | measured | met | missed by |\n|---|---:|---|---:|\n");
     for t in checks {
         let sign = match t.bound {

@@ -3,6 +3,7 @@
 //! Written twice from one [`Report`]: `benchmarks.json` (serde) and
 //! `BENCHMARKS.md` ([`markdown`]).
 
+pub mod gateway;
 pub mod machine;
 pub mod markdown;
 pub mod targets;
@@ -15,6 +16,7 @@ use serde::Serialize;
 use crate::clients::Client;
 use crate::figures::{Figure, Measurements, Plan};
 use crate::stats::median;
+use gateway::GatewayReport;
 use machine::{Machine, Versions};
 use targets::TargetCheck;
 
@@ -37,6 +39,8 @@ pub struct Report {
     pub targets: Vec<TargetCheck>,
     /// Failures and missing servers.
     pub notes: Vec<String>,
+    /// `mcpvisor serve` against the other gateways, if measured.
+    pub gateway: Option<GatewayReport>,
 }
 
 /// One figure against one server, for every client.
@@ -93,7 +97,13 @@ impl Row {
 
 impl Report {
     /// Builds the report of `m`.
-    pub fn new(m: &Measurements, plan: &Plan, machine: Machine, versions: Versions) -> Report {
+    pub fn new(
+        m: &Measurements,
+        plan: &Plan,
+        machine: Machine,
+        versions: Versions,
+        gateway: Option<GatewayReport>,
+    ) -> Report {
         let rows = rows(m);
         let targets = targets::check(&rows);
         Report {
@@ -105,6 +115,7 @@ impl Report {
             rows,
             targets,
             notes: m.notes().to_vec(),
+            gateway,
         }
     }
 

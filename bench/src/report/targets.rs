@@ -2,8 +2,10 @@
 
 use serde::Serialize;
 
+use super::gateway::GatewayRow;
 use super::{Row, find};
 use crate::figures::Figure;
+use crate::gateway::{Column, GatewayFigure};
 
 /// Whether a figure must stay under or reach its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,25 +161,75 @@ pub fn check(rows: &[Row]) -> Vec<TargetCheck> {
         .iter()
         .map(|spec| {
             let measured = find(rows, spec.figure, spec.server).and_then(spec.value);
-            let met = measured.map(|v| match spec.bound {
-                Bound::AtMost => v <= spec.limit,
-                Bound::AtLeast => v >= spec.limit,
-            });
-            let missed_by = measured
-                .filter(|_| met == Some(false))
-                .map(|v| match spec.bound {
-                    Bound::AtMost => v / spec.limit - 1.0,
-                    Bound::AtLeast => 1.0 - v / spec.limit,
-                });
-            TargetCheck {
-                target: spec.target,
-                quantity: spec.quantity,
-                measured,
-                bound: spec.bound,
-                limit: spec.limit,
-                met,
-                missed_by,
-            }
+            checked(spec.target, spec.quantity, measured, spec.bound, spec.limit)
         })
         .collect()
+}
+
+/// The gateway targets, against the gateway figures of the same run.
+pub fn check_gateway(rows: &[GatewayRow]) -> Vec<TargetCheck> {
+    let row = |figure| rows.iter().find(|r| r.figure == figure);
+    let best = |figure| row(figure).and_then(|r| r.per_best_peer);
+    let direct = row(GatewayFigure::P50).and_then(|r| r.ratio(Column::Direct));
+    let attached = row(GatewayFigure::CliCall)
+        .and_then(|r| r.cell(Column::CliAttached))
+        .map(|c| c.median);
+    vec![
+        checked(
+            "gateway: 64-in-flight throughput through mcpvisor serve ≥ 3 × the best of supergateway, mcp-proxy, mcp-hub",
+            "throughput serve/best peer (×)",
+            best(GatewayFigure::Throughput),
+            Bound::AtLeast,
+            3.0,
+        ),
+        checked(
+            "gateway: p50 through mcpvisor serve ≤ 0.5 × the best of supergateway, mcp-proxy, mcp-hub",
+            "p50 serve/best peer (×)",
+            best(GatewayFigure::P50),
+            Bound::AtMost,
+            0.5,
+        ),
+        checked(
+            "gateway: p50 through mcpvisor serve ≤ 2.5 × a direct Host::call to the same server",
+            "p50 serve/direct (×)",
+            direct,
+            Bound::AtMost,
+            2.5,
+        ),
+        checked(
+            "CLI: attached `mcpvisor call`, start to exit, median ≤ 30 ms",
+            "attached median (ms)",
+            attached,
+            Bound::AtMost,
+            30.0,
+        ),
+    ]
+}
+
+fn checked(
+    target: &'static str,
+    quantity: &'static str,
+    measured: Option<f64>,
+    bound: Bound,
+    limit: f64,
+) -> TargetCheck {
+    let met = measured.map(|v| match bound {
+        Bound::AtMost => v <= limit,
+        Bound::AtLeast => v >= limit,
+    });
+    let missed_by = measured
+        .filter(|_| met == Some(false))
+        .map(|v| match bound {
+            Bound::AtMost => v / limit - 1.0,
+            Bound::AtLeast => 1.0 - v / limit,
+        });
+    TargetCheck {
+        target,
+        quantity,
+        measured,
+        bound,
+        limit,
+        met,
+        missed_by,
+    }
 }
