@@ -364,3 +364,65 @@ async fn sessions_over_the_cap_are_refused() {
     open_session(&serve.url, &[]).await;
     serve.stop();
 }
+
+/// The `mcp__demo__cancelled` record: every cancellation the demo server saw.
+async fn cancellations(url: &str, session: &str, id: u64) -> Vec<Value> {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "mcp__demo__cancelled", "arguments": {}}});
+    let (status, _, body) = post(url, &[("mcp-session-id", session)], call.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Posts a `tools/call` and walks away before the answer.
+async fn post_and_disconnect(url: &str, session: &str, id: u64, ms: u64) {
+    let sleep = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "mcp__demo__sleep", "arguments": {"ms": ms}}});
+    let sent = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .timeout(Duration::from_millis(300))
+        .body(sleep.to_string())
+        .send()
+        .await;
+    assert!(sent.is_err(), "the call answered before the client left");
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_does_not_cancel_but_a_later_cancel_does() {
+    let dir = empty_dir("disconnect");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let id = open_session(&serve.url, &[]).await;
+    // Gone before the answer: the call runs to its end upstream (MCP: a
+    // disconnection is not a cancellation).
+    post_and_disconnect(&serve.url, &id, 2, 1000).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(cancellations(&serve.url, &id, 3).await, Vec::<Value>::new());
+    // Gone, then cancelled by id: the cancel still reaches the server.
+    post_and_disconnect(&serve.url, &id, 4, 30_000).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 4, "reason": "changed my mind"}});
+    let (status, _, _) = post(&serve.url, &[("mcp-session-id", &id)], cancel.to_string()).await;
+    assert_eq!(status, 202);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut n = 5;
+    loop {
+        let seen = cancellations(&serve.url, &id, n).await;
+        if seen.len() == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cancellation reached the server: {seen:?}"
+        );
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    serve.stop();
+}

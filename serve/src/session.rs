@@ -8,9 +8,14 @@
 //! server `notifications/cancelled`. Sessions share nothing but the gateway.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::future::{AbortHandle, Abortable};
 use futures::{Stream, StreamExt};
 use mcpvisor::{CallError, CallOptions, HostEvent};
 use mcpvisor_protocol::jsonrpc::{
@@ -20,7 +25,6 @@ use mcpvisor_protocol::messages::{PROTOCOL_VERSION, methods};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
 
 use crate::gateway::Gateway;
 use crate::outcome::{self, Outcome};
@@ -72,7 +76,113 @@ pub struct Session {
     naming: Naming,
     notices: Outbound,
     state: Mutex<State>,
-    watcher: Mutex<Option<AbortHandle>>,
+    watcher: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+/// A request being answered: how to stop it, and what became of it.
+struct InFlight {
+    abort: AbortHandle,
+    fate: Arc<Fate>,
+}
+
+/// Shared by a request's table entry and its answer.
+#[derive(Default)]
+struct Fate {
+    /// Stopped by a cancel (or the session's end): its call is cancelled upstream.
+    cancelled: AtomicBool,
+    /// Its client went away; its call runs on, still cancellable by id.
+    detached: AtomicBool,
+}
+
+impl InFlight {
+    /// Stops the request and cancels its call upstream.
+    fn cancel(self) {
+        self.fate.cancelled.store(true, Ordering::SeqCst);
+        self.abort.abort();
+    }
+}
+
+/// Removes a request from the in-flight table when its answer ends, unless its
+/// call was detached (the detached call removes it when it ends).
+struct Registered {
+    session: Arc<Session>,
+    id: RequestId,
+    fate: Arc<Fate>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if self.fate.detached.load(Ordering::SeqCst) {
+            return;
+        }
+        self.session.forget(&self.id, &self.fate);
+    }
+}
+
+/// A routed call that outlives the future awaiting it. Dropped unfinished
+/// without a cancel (the client disconnected), it runs on to its end, since a
+/// disconnection is not a cancellation in MCP; it stays in the table, so a
+/// `notifications/cancelled` that follows still cancels it. Dropped after a
+/// cancel, it is cancelled upstream.
+struct Detaching {
+    call: Option<mcpvisor::PendingCall>,
+    session: Weak<Session>,
+    id: RequestId,
+    fate: Arc<Fate>,
+}
+
+impl Future for Detaching {
+    type Output = Result<mcpvisor::CallToolResult, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(call) = self.call.as_mut() else {
+            return Poll::Ready(Err(CallError::Cancelled));
+        };
+        let done = Pin::new(call).poll(cx);
+        if done.is_ready() {
+            self.call = None;
+        }
+        done
+    }
+}
+
+impl Drop for Detaching {
+    fn drop(&mut self) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        if self.fate.cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        let (Some(session), Ok(runtime)) = (
+            self.session.upgrade(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        self.fate.detached.store(true, Ordering::SeqCst);
+        let (abort, registration) = AbortHandle::new_pair();
+        {
+            let mut state = session.state.lock();
+            let ours = match state.in_flight.get(&self.id) {
+                Some(entry) => Arc::ptr_eq(&entry.fate, &self.fate),
+                // Its entry went first; nothing else took the id: put it back.
+                None => !state.closed,
+            };
+            if !ours {
+                return;
+            }
+            let fate = self.fate.clone();
+            state
+                .in_flight
+                .insert(self.id.clone(), InFlight { abort, fate });
+        }
+        let (id, fate) = (self.id.clone(), self.fate.clone());
+        runtime.spawn(async move {
+            let _ = Abortable::new(call, registration).await;
+            session.forget(&id, &fate);
+        });
+    }
 }
 
 #[derive(Default)]
@@ -83,7 +193,7 @@ struct State {
     initialized: bool,
     log_level: Option<usize>,
     watching: bool,
-    in_flight: HashMap<RequestId, AbortHandle>,
+    in_flight: HashMap<RequestId, InFlight>,
     closed: bool,
 }
 
@@ -116,15 +226,58 @@ impl Session {
         }
     }
 
-    /// Starts answering `request`; the answer goes to `replies` unless the
-    /// request is cancelled first.
+    /// Starts answering `request` on a task of its own; the answer goes to
+    /// `replies` unless the request is cancelled first.
     pub fn request(self: &Arc<Self>, request: Request, replies: Outbound) {
+        let answering = match self.begin(request, replies.clone()) {
+            Ok(answering) => answering,
+            Err(None) => return,
+            Err(Some(refusal)) => {
+                tokio::spawn(async move {
+                    let _ = replies.send(refusal).await;
+                });
+                return;
+            }
+        };
+        tokio::spawn(async move {
+            if let Some(answer) = answering.await {
+                let _ = replies.send(answer).await;
+            }
+        });
+    }
+
+    /// Answers `request` in the caller's own future (a POST carrying one
+    /// request): the answer is returned, not sent; progress still goes to
+    /// `replies`. `None` when the request was cancelled or the session closed.
+    /// Dropping the future before it ends (the client went away) does not
+    /// cancel a call upstream: it runs to its end and its answer is dropped.
+    pub fn answer_inline(
+        self: &Arc<Self>,
+        request: Request,
+        replies: Outbound,
+    ) -> impl Future<Output = Option<Message>> + Send + 'static {
+        // Admitted now, in arrival order, not when the future is first polled.
+        let begun = self.begin(request, replies);
+        async move {
+            match begun {
+                Ok(answering) => answering.await,
+                Err(refusal) => refusal,
+            }
+        }
+    }
+
+    /// Admits `request` and registers it as in flight: the checks run here, in
+    /// arrival order (a call sent right behind `initialize` must not race it).
+    /// Returns the answer to come, or the refusal (`None`: the session is closed).
+    fn begin(
+        self: &Arc<Self>,
+        request: Request,
+        replies: Outbound,
+    ) -> Result<impl Future<Output = Option<Message>> + Send + 'static, Option<Message>> {
         let mut state = self.state.lock();
         if state.closed {
-            return;
+            return Err(None);
         }
-        // Decided in arrival order, here, not in the tasks: a call sent right
-        // behind `initialize` must not race it.
         let opening = request.method == methods::INITIALIZE;
         let refusal = if state.in_flight.contains_key(&request.id) {
             Some(format!("request id {} is already in use", request.id))
@@ -139,36 +292,45 @@ impl Session {
             None
         };
         if let Some(message) = refusal {
-            let error = error_message(Some(request.id), error_codes::INVALID_REQUEST, message);
-            tokio::spawn(async move {
-                let _ = replies.send(error).await;
-            });
-            return;
+            return Err(Some(error_message(
+                Some(request.id),
+                error_codes::INVALID_REQUEST,
+                message,
+            )));
         }
         if opening {
             state.greeted = true;
         }
-        let id = request.id.clone();
+        let (abort, registration) = AbortHandle::new_pair();
+        let fate = Arc::new(Fate::default());
+        let entry = InFlight {
+            abort,
+            fate: fate.clone(),
+        };
+        state.in_flight.insert(request.id.clone(), entry);
+        drop(state);
+        let registered = Registered {
+            session: self.clone(),
+            id: request.id.clone(),
+            fate: fate.clone(),
+        };
         let session = self.clone();
-        let task = tokio::spawn(async move {
-            let outcome = session
-                .answer(&request.method, request.params, &replies)
-                .await;
-            let message = match outcome {
+        Ok(async move {
+            let answer = session.answer(&request, &replies, &fate);
+            let outcome = Abortable::new(answer, registration).await;
+            drop(registered);
+            let outcome = outcome.ok()?;
+            Some(match outcome {
                 Ok(result) => Message::Response(Response {
-                    id: request.id.clone(),
+                    id: request.id,
                     result,
                 }),
                 Err(error) => Message::Error(ErrorResponse {
-                    id: Some(request.id.clone()),
+                    id: Some(request.id),
                     error,
                 }),
-            };
-            session.state.lock().in_flight.remove(&request.id);
-            let _ = replies.send(message).await;
-        });
-        // The task takes the same lock to remove itself, so it cannot do so first.
-        state.in_flight.insert(id, task.abort_handle());
+            })
+        })
     }
 
     /// Handles a notification from the host.
@@ -181,14 +343,26 @@ impl Session {
                     .as_ref()
                     .and_then(|p| p.get("requestId"))
                     .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-                if let Some(id) = id
-                    && let Some(task) = self.state.lock().in_flight.remove(&id)
-                {
-                    // Dropping the call future cancels it upstream; no answer is sent.
-                    task.abort();
+                let found = id.and_then(|id| self.state.lock().in_flight.remove(&id));
+                if let Some(request) = found {
+                    // The call is dropped, which cancels it upstream; no answer is sent.
+                    request.cancel();
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Drops `id`'s entry if it is still the one of `fate` (a cancelled id may
+    /// have been used again since).
+    fn forget(&self, id: &RequestId, fate: &Arc<Fate>) {
+        let mut state = self.state.lock();
+        if state
+            .in_flight
+            .get(id)
+            .is_some_and(|r| Arc::ptr_eq(&r.fate, fate))
+        {
+            state.in_flight.remove(id);
         }
     }
 
@@ -199,13 +373,13 @@ impl Session {
 
     /// Ends the session: requests in flight are abandoned (and cancelled upstream).
     pub fn close(&self) {
-        let tasks: Vec<AbortHandle> = {
+        let requests: Vec<InFlight> = {
             let mut state = self.state.lock();
             state.closed = true;
-            state.in_flight.drain().map(|(_, t)| t).collect()
+            state.in_flight.drain().map(|(_, r)| r).collect()
         };
-        for task in tasks {
-            task.abort();
+        for request in requests {
+            request.cancel();
         }
         if let Some(watcher) = self.watcher.lock().take() {
             watcher.abort();
@@ -214,10 +388,11 @@ impl Session {
 
     async fn answer(
         self: &Arc<Self>,
-        method: &str,
-        params: Option<Value>,
+        request: &Request,
         replies: &Outbound,
+        fate: &Arc<Fate>,
     ) -> Outcome {
+        let (method, params) = (request.method.as_str(), request.params.clone());
         match method {
             methods::INITIALIZE => return self.initialize(params),
             methods::PING => return Ok(json!({})),
@@ -238,7 +413,7 @@ impl Session {
                 tools::list_page(host, self.naming, cursor, self.gateway.options().page_size)
                     .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
-            methods::TOOLS_CALL => self.call(params, replies).await,
+            methods::TOOLS_CALL => self.call(&request.id, params, replies, fate).await,
             "logging/setLevel" => {
                 let level = params
                     .as_ref()
@@ -309,7 +484,13 @@ impl Session {
         }))
     }
 
-    async fn call(&self, params: Option<Value>, replies: &Outbound) -> Outcome {
+    async fn call(
+        self: &Arc<Self>,
+        id: &RequestId,
+        params: Option<Value>,
+        replies: &Outbound,
+        fate: &Arc<Fate>,
+    ) -> Outcome {
         let params = params.unwrap_or(Value::Null);
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err(error(
@@ -360,14 +541,23 @@ impl Session {
                 let _ = sink.try_send(notification(methods::PROGRESS, params));
             });
         }
-        let pending = host.call(route, arguments, options);
+        let mut pending = Detaching {
+            call: Some(host.call(route, arguments, options)),
+            session: Arc::downgrade(self),
+            id: id.clone(),
+            fate: fate.clone(),
+        };
         tokio::select! {
-            result = pending => match result {
+            result = &mut pending => match result {
                 Ok(result) => Ok(result.to_value()),
                 Err(CallError::UnknownTool(_)) => outcome::unrouted(host, name, Some(route)),
                 Err(e) => outcome::failed(e),
             },
-            () = self.gateway.stopped() => outcome::shutting_down(),
+            () = self.gateway.stopped() => {
+                // Stopping is the end of the call, not a client gone away.
+                fate.cancelled.store(true, Ordering::SeqCst);
+                outcome::shutting_down()
+            }
         }
     }
 

@@ -11,6 +11,7 @@ mod guard;
 mod sessions;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -253,7 +254,7 @@ async fn on_post(
             format!("request body larger than {limit} bytes"),
         );
     };
-    let messages = match Message::parse(&bytes) {
+    let mut messages = match Message::parse(&bytes) {
         Ok(Incoming::Single(m)) => vec![m],
         Ok(Incoming::Batch(items)) => match items.into_iter().collect::<Result<Vec<_>, _>>() {
             Ok(messages) => messages,
@@ -312,14 +313,25 @@ async fn on_post(
         .count();
     let batch = messages.len() > 1;
     let (tx, rx) = mpsc::channel(endpoint.gateway.options().outbound_queue);
-    for message in messages {
-        session.session.receive(message, &tx);
-    }
-    drop(tx);
-    let mut response = if requests == 0 {
-        StatusCode::ACCEPTED.into_response()
-    } else {
-        answer(rx, requests, batch, accepts_sse(&headers)).await
+    let sse = accepts_sse(&headers);
+    let mut response = match messages.pop() {
+        // The common case, one request: answered in this handler's own future,
+        // without a task or a channel between the call and the response.
+        Some(Message::Request(request)) if !batch => {
+            let answering = session.session.answer_inline(request, tx.clone());
+            answer_one(answering, tx, rx, sse).await
+        }
+        last => {
+            for message in messages.into_iter().chain(last) {
+                session.session.receive(message, &tx);
+            }
+            drop(tx);
+            if requests == 0 {
+                StatusCode::ACCEPTED.into_response()
+            } else {
+                answer(rx, requests, batch, sse).await
+            }
+        }
     };
     if let Some(id) = session_id
         && let Ok(value) = HeaderValue::from_str(&id)
@@ -327,6 +339,71 @@ async fn on_post(
         response.headers_mut().insert(SESSION_HEADER, value);
     }
     response
+}
+
+/// Answers a POST's one request: JSON when the answer comes before any other
+/// message (or the client takes no SSE), else an SSE stream of the request's
+/// progress that ends with its answer. `replies` is the request's progress
+/// channel (held so that it stays open while the answer is awaited).
+async fn answer_one(
+    answering: impl Future<Output = Option<Message>> + Send + 'static,
+    replies: mpsc::Sender<Message>,
+    mut rx: mpsc::Receiver<Message>,
+    sse: bool,
+) -> Response {
+    let mut answering = Box::pin(answering);
+    let first = if sse {
+        tokio::select! {
+            biased;
+            answer = &mut answering => Err(answer),
+            first = rx.recv() => Ok(first),
+        }
+    } else {
+        Err(answering.as_mut().await)
+    };
+    let first = match first {
+        // Answered before anything else was sent: plain JSON (progress that
+        // raced the answer is dropped, as progress may be).
+        Err(Some(answer)) if rx.is_empty() || !sse => return json_body(answer).into_response(),
+        Err(Some(answer)) => {
+            let mut pending: Vec<Message> = Vec::new();
+            while let Ok(m) = rx.try_recv() {
+                pending.push(m);
+            }
+            pending.push(answer);
+            let stream =
+                futures::stream::iter(pending).map(|m| Ok::<Event, Infallible>(sse_event(&m)));
+            return Sse::new(stream).into_response();
+        }
+        // Cancelled, or the session closed.
+        Err(None) => return StatusCode::ACCEPTED.into_response(),
+        Ok(first) => first,
+    };
+    let stream = async_stream::stream! {
+        let _replies = replies;
+        if let Some(first) = first {
+            yield Ok::<Event, Infallible>(sse_event(&first));
+        }
+        loop {
+            tokio::select! {
+                biased;
+                m = rx.recv() => match m {
+                    Some(m) => yield Ok(sse_event(&m)),
+                    None => break,
+                },
+                answer = &mut answering => {
+                    while let Ok(m) = rx.try_recv() {
+                        yield Ok(sse_event(&m));
+                    }
+                    if let Some(answer) = answer {
+                        yield Ok(sse_event(&answer));
+                    }
+                    break;
+                }
+            }
+        }
+    };
+    Sse::new(stream).into_response()
 }
 
 /// Answers the requests of one POST from `rx`: JSON when the only message is
