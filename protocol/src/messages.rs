@@ -29,6 +29,14 @@ pub mod methods {
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// A log message from the server.
     pub const LOG_MESSAGE: &str = "notifications/message";
+    /// Server → client: sample the host's model.
+    pub const CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server → client: ask the person for input.
+    pub const ELICIT: &str = "elicitation/create";
+    /// Server → client: the host's roots.
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// Client → server: the roots changed.
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
 }
 
 /// Name and version of a client or server.
@@ -46,7 +54,7 @@ pub struct Implementation {
 pub struct InitializeParams {
     /// Always [`PROTOCOL_VERSION`].
     pub protocol_version: String,
-    /// What this client supports (nothing optional yet: no roots, no sampling).
+    /// What this client supports: see [`ClientCapabilities`].
     pub capabilities: Value,
     /// Who is asking.
     pub client_info: Implementation,
@@ -62,6 +70,48 @@ impl InitializeParams {
                 name: name.into(),
                 version: version.into(),
             },
+        }
+    }
+}
+
+/// What a client offers servers: the requests a server may send it. A client
+/// declares exactly what its host answers; a server may register features
+/// (tools that sample or elicit) only for clients that declare them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientCapabilities {
+    /// `sampling/createMessage`.
+    pub sampling: bool,
+    /// `elicitation/create`.
+    pub elicitation: bool,
+    /// `roots/list` (and `notifications/roots/list_changed` when roots change).
+    pub roots: bool,
+}
+
+impl ClientCapabilities {
+    /// The `capabilities` member of `initialize`.
+    pub fn to_value(self) -> Value {
+        let mut map = Map::new();
+        if self.sampling {
+            map.insert("sampling".into(), Value::Object(Map::new()));
+        }
+        if self.elicitation {
+            map.insert("elicitation".into(), Value::Object(Map::new()));
+        }
+        if self.roots {
+            let mut roots = Map::new();
+            roots.insert("listChanged".into(), Value::Bool(true));
+            map.insert("roots".into(), Value::Object(roots));
+        }
+        Value::Object(map)
+    }
+
+    /// Whether a server request for `method` is one of these.
+    pub fn offers(self, method: &str) -> bool {
+        match method {
+            methods::CREATE_MESSAGE => self.sampling,
+            methods::ELICIT => self.elicitation,
+            methods::ROOTS_LIST => self.roots,
+            _ => false,
         }
     }
 }

@@ -15,7 +15,8 @@ use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
 use crate::messages::{
-    InitializeError, InitializeParams, InitializeResult, LogMessageParams, ProgressParams, methods,
+    ClientCapabilities, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
+    ProgressParams, methods,
 };
 
 /// Where the handshake stands.
@@ -100,6 +101,17 @@ pub enum SessionEvent<T> {
         /// The method the server asked for.
         method: String,
     },
+    /// The server asked something the host offers (see
+    /// [`ClientSession::with_capabilities`]): no reply is prepared; the host's
+    /// answer goes back with the same id.
+    HostRequest {
+        /// The id to answer.
+        id: RequestId,
+        /// What is asked (`sampling/createMessage`, `elicitation/create`, `roots/list`).
+        method: String,
+        /// Its parameters.
+        params: Option<Value>,
+    },
     /// `notifications/tools/list_changed`.
     ToolsChanged,
     /// `notifications/progress`.
@@ -131,6 +143,7 @@ pub struct ClientSession<T> {
     pending: HashMap<RequestId, Pending<T>>,
     state: HandshakeState,
     params: InitializeParams,
+    offered: ClientCapabilities,
 }
 
 impl<T> ClientSession<T> {
@@ -152,7 +165,17 @@ impl<T> ClientSession<T> {
             pending: HashMap::new(),
             state: HandshakeState::New,
             params: InitializeParams::new(name, version),
+            offered: ClientCapabilities::default(),
         }
+    }
+
+    /// Declares what the host answers: these capabilities go in `initialize`,
+    /// and the server's requests for them become [`SessionEvent::HostRequest`]
+    /// instead of a `-32601` reply.
+    pub fn with_capabilities(mut self, offered: ClientCapabilities) -> Self {
+        self.params.capabilities = offered.to_value();
+        self.offered = offered;
+        self
     }
 
     /// The handshake state.
@@ -284,6 +307,13 @@ impl<T> ClientSession<T> {
     }
 
     fn on_request(&mut self, req: Request) -> Handled<T> {
+        if self.offered.offers(&req.method) {
+            return no_reply(SessionEvent::HostRequest {
+                id: req.id,
+                method: req.method,
+                params: req.params,
+            });
+        }
         // The spec allows ping at any time; everything else this client does not offer.
         let reply = if req.method == methods::PING {
             Message::Response(Response {
@@ -354,6 +384,57 @@ mod tests {
             matches!(h.reply, Some(Message::Notification(ref n)) if n.method == methods::INITIALIZED)
         );
         s
+    }
+
+    #[test]
+    fn offered_capabilities_are_declared_and_their_requests_go_to_the_host() {
+        let offered = ClientCapabilities {
+            elicitation: true,
+            roots: true,
+            ..Default::default()
+        };
+        let mut s: ClientSession<&str> = ClientSession::new("t", "1").with_capabilities(offered);
+        let Message::Request(init) = s.initialize().unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            init.params.unwrap()["capabilities"],
+            json!({"elicitation": {}, "roots": {"listChanged": true}})
+        );
+        let ask = |id: i64, method: &str| {
+            Message::Request(Request::new(
+                RequestId::Number(id),
+                method,
+                Some(json!({"x": 1})),
+            ))
+        };
+        let h = s.handle(ask(7, methods::ELICIT));
+        assert_eq!(h.reply, None);
+        assert_eq!(
+            h.event,
+            SessionEvent::HostRequest {
+                id: RequestId::Number(7),
+                method: methods::ELICIT.into(),
+                params: Some(json!({"x": 1})),
+            }
+        );
+        assert!(matches!(
+            s.handle(ask(8, methods::ROOTS_LIST)).event,
+            SessionEvent::HostRequest { .. }
+        ));
+        // Not offered: refused as before.
+        let h = s.handle(ask(9, methods::CREATE_MESSAGE));
+        assert!(matches!(h.event, SessionEvent::ServerRequest { .. }));
+        let Some(Message::Error(e)) = h.reply else {
+            panic!("{h:?}")
+        };
+        assert_eq!(e.error.code, error_codes::METHOD_NOT_FOUND);
+        // A client that offers nothing declares nothing.
+        let mut bare: ClientSession<&str> = ClientSession::new("t", "1");
+        let Message::Request(init) = bare.initialize().unwrap() else {
+            panic!()
+        };
+        assert_eq!(init.params.unwrap()["capabilities"], json!({}));
     }
 
     #[test]

@@ -291,6 +291,18 @@ impl Connection {
             SessionEvent::ServerRequest { method } => {
                 tracing::debug!(server = %self.name, %method, "answered server request");
             }
+            // Hosts declare no client capabilities yet, so the session never hands
+            // one over; should it, the server still gets an answer, not silence.
+            SessionEvent::HostRequest { id, method, .. } => {
+                let refusal = mcpvisor_protocol::jsonrpc::Message::Error(
+                    mcpvisor_protocol::jsonrpc::ErrorResponse::new(
+                        Some(id),
+                        mcpvisor_protocol::jsonrpc::error_codes::METHOD_NOT_FOUND,
+                        format!("method not found: {method}"),
+                    ),
+                );
+                self.send(&refusal);
+            }
             SessionEvent::ToolsChanged => {
                 if !self.ready {
                     // The first full list is still to come.
