@@ -33,6 +33,11 @@ pub(crate) enum ServerMsg {
     ListTimedOut { generation: u64 },
     /// The registry was restarted: report the tools to it again.
     ReportAgain,
+    /// The host answered (or failed to answer) a server's request.
+    HostAnswered {
+        id: mcpvisor_protocol::jsonrpc::RequestId,
+        answer: Result<serde_json::Value, mcpvisor_protocol::jsonrpc::ErrorObject>,
+    },
 }
 
 /// To a transport actor (the server's process or HTTP client).

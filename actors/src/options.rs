@@ -97,6 +97,14 @@ pub struct SupervisorOptions {
     pub http: HttpOptions,
     /// Bounds on one `tools/list` (pages, tools, bytes, cursor length).
     pub listing: mcpvisor_protocol::listing::ListingLimits,
+    /// Answers servers' sampling and elicitation requests; without one none is
+    /// declared and such requests are refused (`-32601`).
+    pub client_handler: Option<crate::host_requests::SharedClientHandler>,
+    /// How long the handler may take to answer one request (a person may be
+    /// filling a form); past it the server gets an error.
+    pub host_request_timeout: Duration,
+    /// Requests of one server the handler may be answering at once; more are refused.
+    pub max_host_requests: usize,
 }
 
 impl Default for SupervisorOptions {
@@ -113,6 +121,9 @@ impl Default for SupervisorOptions {
             stdio: StdioOptions::default(),
             http: HttpOptions::default(),
             listing: Default::default(),
+            client_handler: None,
+            host_request_timeout: Duration::from_secs(600),
+            max_host_requests: 8,
         }
     }
 }

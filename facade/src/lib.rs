@@ -34,6 +34,9 @@ mod start;
 
 pub use start::{StartProjectError, start_project};
 
+pub use mcpvisor_actors::host_requests::{
+    ClientHandler, HostAnswer, HostRequest, SharedClientHandler,
+};
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, ConnectionError, DownReason, Host, HostEvent,
     PendingCall, ProgressCallback, ReloadReport, RestartPolicy, ServerId, ServerSpec, ServerState,

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::ErrorObject;
+use futures::FutureExt;
+use mcpvisor_protocol::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
 use mcpvisor_protocol::listing::{ListingBounds, json_size};
 use mcpvisor_protocol::messages::{ResultError, ToolsPage, list_tools_params, methods};
 use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
@@ -22,6 +23,7 @@ use super::malformed::MalformedCount;
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError, FailureCell};
 use crate::events::HostEvent;
+use crate::host_requests::{self, HostRequest};
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
 use crate::options::ServerSpec;
@@ -61,6 +63,8 @@ pub(crate) struct Connection {
     malformed: MalformedCount,
     /// Why this connection ended, for the supervisor.
     failure: FailureCell,
+    /// Server requests the host is answering now.
+    host_requests: usize,
 }
 
 impl Connection {
@@ -81,7 +85,8 @@ impl Connection {
             ctx.options.client_name.clone(),
             ctx.options.client_version.clone(),
             ids,
-        );
+        )
+        .with_capabilities(host_requests::declared(ctx.options.client_handler.as_ref()));
         Connection {
             id,
             failure,
@@ -99,6 +104,7 @@ impl Connection {
             list_generation: 0,
             startup_timer: None,
             malformed: MalformedCount::default(),
+            host_requests: 0,
         }
     }
 
@@ -258,6 +264,92 @@ impl Connection {
         }
     }
 
+    /// Hands a server's request to the host's handler on a task of its own,
+    /// bounded in number and time; its answer comes back as `HostAnswered`.
+    fn ask_host(
+        &mut self,
+        myself: &ActorRef<ServerMsg>,
+        id: RequestId,
+        method: String,
+        params: Value,
+    ) {
+        let options = &self.ctx.options;
+        let admitted = match &options.client_handler {
+            None => Err(host_requests::error(
+                error_codes::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            )),
+            Some(_) if self.host_requests >= options.max_host_requests => {
+                Err(host_requests::error(
+                    -32000,
+                    format!(
+                        "the host is answering {} requests of this server; try again later",
+                        self.host_requests
+                    ),
+                ))
+            }
+            Some(handler) => {
+                host_requests::admit(&method, &params).map(|form| (handler.clone(), form))
+            }
+        };
+        let (handler, form) = match admitted {
+            Ok(admitted) => admitted,
+            Err(error) => {
+                self.answer_host_request(id, Err(error));
+                return;
+            }
+        };
+        self.host_requests += 1;
+        let request = HostRequest {
+            server: self.name.clone(),
+            method,
+            params,
+        };
+        let timeout = options.host_request_timeout;
+        let me = myself.clone();
+        tokio::spawn(async move {
+            // A handler that panics or never returns still gets the server an answer.
+            let asked = std::panic::AssertUnwindSafe(handler.0.answer(request)).catch_unwind();
+            let answer = match tokio::time::timeout(timeout, asked).await {
+                Ok(Ok(Ok(answer))) => host_requests::finish(form.as_ref(), answer),
+                Ok(Ok(Err(error))) => Err(error),
+                Ok(Err(_)) => Err(host_requests::error(
+                    error_codes::INTERNAL_ERROR,
+                    "the host's handler failed",
+                )),
+                Err(_) => Err(host_requests::error(
+                    -32001,
+                    format!("the host did not answer within {timeout:?}"),
+                )),
+            };
+            let _ = me.cast(ServerMsg::HostAnswered { id, answer });
+        });
+    }
+
+    /// Sends the host's answer to a server's request.
+    pub(crate) fn answer_host_request(
+        &mut self,
+        id: RequestId,
+        answer: Result<Value, ErrorObject>,
+    ) {
+        let message = match answer {
+            Ok(result) => Message::Response(Response { id, result }),
+            Err(error) => Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }),
+        };
+        self.send(&message);
+    }
+
+    /// A request handed to the host has its answer.
+    pub(crate) fn host_answered(&mut self, id: RequestId, answer: Result<Value, ErrorObject>) {
+        self.host_requests = self.host_requests.saturating_sub(1);
+        if !self.stopping {
+            self.answer_host_request(id, answer);
+        }
+    }
+
     fn on_message(&mut self, myself: &ActorRef<ServerMsg>, msg: Message) {
         if self.stopping {
             return;
@@ -291,17 +383,8 @@ impl Connection {
             SessionEvent::ServerRequest { method } => {
                 tracing::debug!(server = %self.name, %method, "answered server request");
             }
-            // Hosts declare no client capabilities yet, so the session never hands
-            // one over; should it, the server still gets an answer, not silence.
-            SessionEvent::HostRequest { id, method, .. } => {
-                let refusal = mcpvisor_protocol::jsonrpc::Message::Error(
-                    mcpvisor_protocol::jsonrpc::ErrorResponse::new(
-                        Some(id),
-                        mcpvisor_protocol::jsonrpc::error_codes::METHOD_NOT_FOUND,
-                        format!("method not found: {method}"),
-                    ),
-                );
-                self.send(&refusal);
+            SessionEvent::HostRequest { id, method, params } => {
+                self.ask_host(myself, id, method, params.unwrap_or(Value::Null));
             }
             SessionEvent::ToolsChanged => {
                 if !self.ready {

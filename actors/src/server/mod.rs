@@ -156,6 +156,7 @@ impl Actor for ServerActor {
                 }
             }
             ServerMsg::ReportAgain => conn.report_again(&myself),
+            ServerMsg::HostAnswered { id, answer } => conn.host_answered(id, answer),
             ServerMsg::ListTimedOut { generation } => {
                 if conn.listing_generation() == Some(generation) {
                     let after = conn.request_timeout();
