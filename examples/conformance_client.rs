@@ -11,8 +11,12 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use mcpvisor::auth::{Grant, HeadlessDriver, OAuth, OAuthConfig};
+use mcpvisor::protocol::messages::ClientCapabilities;
 use mcpvisor::transports::HttpSpec;
-use mcpvisor::{CallOptions, Host, SecretString, ServerSpec, ServerState, SupervisorOptions};
+use mcpvisor::{
+    CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SecretString, ServerSpec,
+    ServerState, SharedClientHandler, SupervisorOptions,
+};
 use serde_json::{Value, json};
 
 fn main() -> ExitCode {
@@ -94,6 +98,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         },
     );
     let mut options = SupervisorOptions::default();
+    options.client_handler = Some(SharedClientHandler(Arc::new(AcceptWithDefaults)));
     options.request_timeout = Duration::from_secs(20);
     options.startup_timeout = Duration::from_secs(20);
     let host = Host::start(vec![spec], options)
@@ -102,6 +107,24 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     let outcome = exercise(&host, scenario).await;
     host.shutdown().await;
     outcome
+}
+
+/// A person who accepts every form as offered: mcpvisor fills in the form's
+/// defaults (SEP-1034). Sampling is not offered.
+struct AcceptWithDefaults;
+
+impl ClientHandler for AcceptWithDefaults {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn answer(&self, request: HostRequest) -> HostAnswer {
+        eprintln!("{} asks {}", request.server, request.method);
+        Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
+    }
 }
 
 async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
@@ -132,13 +155,16 @@ async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             eprintln!("test_reconnection -> {}", r.text());
         }
-        _ if tools.iter().any(|t| t == "test-tool") => {
-            let r = call("test-tool", json!({}))
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!("test-tool -> {}", r.text());
+        // The auth scenarios' tool, and the elicitation scenario's (which asks
+        // for a form and checks that its defaults came back).
+        _ => {
+            for tool in ["test-tool", "test_client_elicitation_defaults"] {
+                if tools.iter().any(|t| t == tool) {
+                    let r = call(tool, json!({})).await.map_err(|e| e.to_string())?;
+                    eprintln!("{tool} -> {}", r.text());
+                }
+            }
         }
-        _ => {}
     }
     Ok(())
 }

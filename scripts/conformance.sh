@@ -22,7 +22,7 @@ auth_scenarios="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
   auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt"
 
-for scenario in tools_call sse-retry $auth_scenarios; do
+for scenario in tools_call sse-retry elicitation-sep1034-client-defaults $auth_scenarios; do
   echo "== conformance: $scenario"
   npx --no-install conformance client --command "$client" --scenario "$scenario" --timeout 60000
 done
