@@ -209,3 +209,48 @@ async fn a_handler_that_never_answers_times_out_and_the_connection_goes_on() {
     assert!(echoed.text().contains("still here"), "{}", echoed.text());
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_that_floods_requests_gets_errors_not_a_queue() {
+    use mcpvisor_demo::SAMPLING_FLOOD;
+    let handler = scripted(Value::Null, true);
+    let mut options = fast_options();
+    options.client_handler = Some(SharedClientHandler(
+        handler.clone() as Arc<dyn ClientHandler>
+    ));
+    options.max_host_requests = 8;
+    options.host_request_timeout = Duration::from_secs(2);
+    let host = Host::start(
+        vec![support::demo("flood", &["--hostile", "sampling-flood"])],
+        options,
+    )
+    .await
+    .unwrap();
+    host.wait_ready(Duration::from_secs(20)).await;
+    // The connection keeps serving calls while its handler is busy and the rest is refused.
+    let echoed = call(&host, "mcp__flood__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "still here");
+    let mut answers: Vec<Value> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while answers.len() < SAMPLING_FLOOD {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} answers so far",
+            answers.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r = call(&host, "mcp__flood__client_answers", json!({}))
+            .await
+            .unwrap();
+        answers = serde_json::from_str(&r.text()).unwrap();
+    }
+    let code = |c: i64| answers.iter().filter(|a| a["error"]["code"] == c).count();
+    // Eight reached the handler and timed out; every other one was refused at once.
+    assert_eq!(code(-32001), 8, "{answers:?}");
+    assert_eq!(code(-32000), SAMPLING_FLOOD - 8);
+    assert_eq!(handler.asked.lock().unwrap().len(), 8);
+    assert_eq!(host.servers()[0].restarts, 0);
+    host.shutdown().await;
+}

@@ -39,6 +39,9 @@ pub const SERVER_REQUESTS: [(&str, &str); 4] = [
     ("ping", "s-4"),
 ];
 
+/// Sampling requests `sampling-flood` sends at once, once initialized (ids `f-0` …).
+pub const SAMPLING_FLOOD: usize = 200;
+
 /// One way to misbehave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Hostile {
@@ -79,6 +82,9 @@ pub enum Hostile {
     /// Once initialized, send requests the client did not advertise (sampling,
     /// roots, elicitation) and a ping; the `client_answers` tool shows the answers.
     ServerRequests,
+    /// Once initialized, send [`SAMPLING_FLOOD`] `sampling/createMessage`
+    /// requests at once; the `client_answers` tool shows the answers.
+    SamplingFlood,
     /// Put terminal control sequences (clear screen, window title, bell, colours)
     /// in every tool description, tool result text and error message.
     TerminalEscapes,
@@ -109,7 +115,9 @@ impl Hostile {
             }
             Hostile::HugeSchema => table.add("huge", ToolKind::ExtraEcho),
             Hostile::TooDeep => table.add("abyss", ToolKind::ExtraEcho),
-            Hostile::ServerRequests => table.add("client_answers", ToolKind::ClientAnswers),
+            Hostile::ServerRequests | Hostile::SamplingFlood => {
+                table.add("client_answers", ToolKind::ClientAnswers)
+            }
             _ => {}
         }
     }
@@ -227,6 +235,14 @@ impl Hostile {
                     json!({ "level": "info", "logger": "flood", "data": GARBAGE_FLOOD_DONE });
                 let note = Notification::new(methods::LOG_MESSAGE, Some(params));
                 shared.outbox.send(&Message::Notification(note)).await;
+            }
+            Hostile::SamplingFlood => {
+                for i in 0..SAMPLING_FLOOD {
+                    let params = json!({"messages": [], "maxTokens": 1});
+                    let id = RequestId::String(format!("f-{i}"));
+                    let request = Request::new(id, "sampling/createMessage", Some(params));
+                    shared.outbox.send(&Message::Request(request)).await;
+                }
             }
             Hostile::ServerRequests => {
                 for (method, id) in SERVER_REQUESTS {

@@ -38,7 +38,8 @@ use tokio::sync::mpsc;
 use handlers::ToolCall;
 pub use hostile::{
     GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_DEPTH, HUGE_SCHEMA_PROPERTIES, Hostile,
-    MANY_TOOLS, REORDER_BATCH, SERVER_REQUESTS, TERMINAL_ESCAPES, TOO_DEEP, many_tool_name,
+    MANY_TOOLS, REORDER_BATCH, SAMPLING_FLOOD, SERVER_REQUESTS, TERMINAL_ESCAPES, TOO_DEEP,
+    many_tool_name,
 };
 pub use options::{DEFAULT_PAGE_SIZE, DemoServerOptions};
 use state::{OUTBOX_CAPACITY, Outbox, Outgoing, Shared, lock};
@@ -210,7 +211,10 @@ impl Server {
             Message::Notification(n) => self.handle_notification(n),
             // Only a hostile server sends requests; it keeps the answers for the test.
             Message::Response(_) | Message::Error(_)
-                if self.shared.hostile == Some(Hostile::ServerRequests) =>
+                if matches!(
+                    self.shared.hostile,
+                    Some(Hostile::ServerRequests | Hostile::SamplingFlood)
+                ) =>
             {
                 if let Ok(value) = serde_json::from_slice(&message.to_vec()) {
                     lock(&self.shared.client_answers).push(value);
