@@ -4,10 +4,52 @@
 //! The "model" here is a scripted stand-in that picks tools by name, so the
 //! example runs anywhere: `cargo run --example embedded_host`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::{CallOptions, Host, SupervisorOptions};
+use mcpvisor::protocol::jsonrpc::ErrorObject;
+use mcpvisor::protocol::messages::ClientCapabilities;
+use mcpvisor::{
+    CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler,
+    SupervisorOptions,
+};
 use serde_json::{Value, json};
+
+/// What the host offers servers besides tools: its model (sampling) and its
+/// user (elicitation). Servers see these capabilities and may ask; each answer
+/// is bounded in time, and an elicitation's answer is completed with the
+/// form's defaults and checked against it before it goes back.
+struct AgentHandler;
+
+impl ClientHandler for AgentHandler {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: true,
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn answer(&self, request: HostRequest) -> HostAnswer {
+        println!("server {} asks {}", request.server, request.method);
+        Box::pin(async move {
+            match request.method.as_str() {
+                // A real host would call its model API here.
+                "sampling/createMessage" => Ok(json!({
+                    "role": "assistant", "model": "stand-in", "stopReason": "endTurn",
+                    "content": {"type": "text", "text": "a reply from the host's model"}
+                })),
+                // An unattended agent accepts the form as offered (its defaults).
+                "elicitation/create" => Ok(json!({"action": "accept", "content": {}})),
+                other => Err(ErrorObject {
+                    code: -32601,
+                    message: format!("not offered: {other}"),
+                    data: None,
+                }),
+            }
+        })
+    }
+}
 
 /// A stand-in for a model: it asks for these tool calls in turn.
 fn scripted_model_turns() -> Vec<(&'static str, Value)> {
@@ -31,7 +73,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let servers = vec![mcpvisor_demo::demo_spec("demo", &[])?];
-    let host = Host::start(servers, SupervisorOptions::default()).await?;
+    let mut options = SupervisorOptions::default();
+    options.client_handler = Some(SharedClientHandler(Arc::new(AgentHandler)));
+    let host = Host::start(servers, options).await?;
     for status in host.wait_ready(Duration::from_secs(10)).await {
         println!("server {}: {:?}", status.name, status.state);
     }
