@@ -254,3 +254,48 @@ async fn a_server_that_floods_requests_gets_errors_not_a_queue() {
     assert_eq!(host.servers()[0].restarts, 0);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn roots_are_declared_listed_and_their_changes_announced() {
+    use mcpvisor::protocol::messages::Root;
+    let host = everything_host(None, |o| {
+        o.roots = Some(vec![Root {
+            uri: "file:///work/project".into(),
+            name: Some("project".into()),
+        }]);
+    })
+    .await;
+    let listed = |host: Host| async move {
+        call(&host, "mcp__everything__get-roots-list", json!({}))
+            .await
+            .unwrap()
+            .text()
+    };
+    let first = listed(host.clone()).await;
+    assert!(first.contains("URI: file:///work/project"), "{first}");
+    assert!(first.contains("1. project"), "{first}");
+    assert!(host.set_roots(vec![Root::new("file:///a"), Root::new("file:///b")]));
+    // The server asks again after the notification; poll what it knows.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = listed(host.clone()).await;
+        if now.contains("(2 total)") {
+            assert!(
+                now.contains("URI: file:///a") && now.contains("URI: file:///b"),
+                "{now}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "roots never updated: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    host.shutdown().await;
+    // A host without roots declares none and cannot set them.
+    let bare = everything_host(None, |_| {}).await;
+    assert!(!tool_names(&bare).iter().any(|t| t.contains("roots")));
+    assert!(!bare.set_roots(vec![Root::new("file:///x")]));
+    bare.shutdown().await;
+}

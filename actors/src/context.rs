@@ -24,6 +24,8 @@ pub(crate) struct HostContext {
     pub(crate) shutting_down: AtomicBool,
     /// One HTTP client for every HTTP server of this host, made on first use.
     pub(crate) http_client: OnceLock<reqwest::Client>,
+    /// The host's current roots (`None`: not offered), shared with the `Host`.
+    pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
 }
 
 impl HostContext {

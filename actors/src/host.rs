@@ -40,6 +40,7 @@ pub struct Host(Arc<HostInner>);
 
 struct HostInner {
     supervisor: ActorRef<SupervisorMsg>,
+    roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
     bus: EventBus,
@@ -64,7 +65,11 @@ impl Host {
             .map(|(i, spec)| (ServerId(i as u64 + 1), spec))
             .collect();
         let first_events = parking_lot::Mutex::new(Some(bus.subscribe()));
+        let roots = Arc::new(parking_lot::RwLock::new(
+            options.roots.clone().map(Arc::from),
+        ));
         let args = SupervisorArgs {
+            roots: roots.clone(),
             specs,
             options,
             bus: bus.clone(),
@@ -76,6 +81,7 @@ impl Host {
             .map_err(|e| StartError::Spawn(e.to_string()))?;
         Ok(Host(Arc::new(HostInner {
             supervisor,
+            roots,
             routes,
             status,
             bus,
@@ -187,6 +193,22 @@ impl Host {
             })
             .map_err(|_| CallError::Shutdown)?;
         rx.await.unwrap_or(Err(CallError::Shutdown))
+    }
+
+    /// Replaces the host's roots and tells every server
+    /// (`notifications/roots/list_changed`), which then asks for them. Only a
+    /// host started with [`SupervisorOptions::roots`] set has declared roots;
+    /// for any other this returns `false` and changes nothing.
+    pub fn set_roots(&self, roots: Vec<mcpvisor_protocol::messages::Root>) -> bool {
+        {
+            let mut current = self.0.roots.write();
+            if current.is_none() {
+                return false;
+            }
+            *current = Some(Arc::from(roots));
+        }
+        let _ = self.0.supervisor.cast(SupervisorMsg::RootsChanged);
+        true
     }
 
     /// Replaces the host's set of servers with `servers`: servers are matched by

@@ -60,10 +60,11 @@ impl fmt::Debug for SharedClientHandler {
     }
 }
 
-/// The capabilities a handler may declare (roots are not a handler's to answer).
-pub(crate) fn declared(handler: Option<&SharedClientHandler>) -> ClientCapabilities {
+/// The capabilities a connection declares: the handler's sampling and
+/// elicitation, and roots when the host has them (mcpvisor answers `roots/list`).
+pub(crate) fn declared(handler: Option<&SharedClientHandler>, roots: bool) -> ClientCapabilities {
     let mut caps = handler.map(|h| h.0.capabilities()).unwrap_or_default();
-    caps.roots = false;
+    caps.roots = roots;
     caps
 }
 

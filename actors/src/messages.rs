@@ -33,6 +33,8 @@ pub(crate) enum ServerMsg {
     ListTimedOut { generation: u64 },
     /// The registry was restarted: report the tools to it again.
     ReportAgain,
+    /// The host's roots changed.
+    RootsChanged,
     /// The host answered (or failed to answer) a server's request.
     HostAnswered {
         id: mcpvisor_protocol::jsonrpc::RequestId,
@@ -95,6 +97,8 @@ pub(crate) enum SupervisorMsg {
     Shutdown {
         reply: Option<oneshot::Sender<()>>,
     },
+    /// The host's roots changed: tell every server.
+    RootsChanged,
     /// A host's new set of servers: start, stop or restart the difference.
     Reload {
         specs: Vec<crate::options::ServerSpec>,

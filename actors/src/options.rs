@@ -105,6 +105,10 @@ pub struct SupervisorOptions {
     pub host_request_timeout: Duration,
     /// Requests of one server the handler may be answering at once; more are refused.
     pub max_host_requests: usize,
+    /// The host's roots. `Some` (even empty) declares the roots capability and
+    /// answers `roots/list`; [`crate::Host::set_roots`] changes them later and
+    /// tells every server. `None` declares nothing.
+    pub roots: Option<Vec<mcpvisor_protocol::messages::Root>>,
 }
 
 impl Default for SupervisorOptions {
@@ -124,6 +128,7 @@ impl Default for SupervisorOptions {
             client_handler: None,
             host_request_timeout: Duration::from_secs(600),
             max_host_requests: 8,
+            roots: None,
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::server::{ServerActor, ServerArgs};
 use crate::status::{ServerId, ServerState, StatusBoard};
 
 pub(crate) struct SupervisorArgs {
+    pub(crate) roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     pub(crate) specs: Vec<(ServerId, ServerSpec)>,
     pub(crate) options: SupervisorOptions,
     pub(crate) bus: EventBus,
@@ -99,6 +100,7 @@ impl Actor for SupervisorActor {
             registry: parking_lot::RwLock::new(registry),
             shutting_down: Default::default(),
             http_client: Default::default(),
+            roots: args.roots,
         });
         // The supervisor is the status board's one writer; every server has an
         // entry from the moment the host exists.
@@ -176,6 +178,13 @@ impl Actor for SupervisorActor {
             }
             SupervisorMsg::RestartServer { name, reply } => {
                 let _ = reply.send(state.restart_by_name(&myself, &name).await);
+            }
+            SupervisorMsg::RootsChanged => {
+                for slot in state.slots.values() {
+                    if let Some(actor) = &slot.actor {
+                        let _ = actor.cast(ServerMsg::RootsChanged);
+                    }
+                }
             }
             SupervisorMsg::Reload { specs, reply } => {
                 let report = state.reload(&myself, specs).await;

@@ -74,6 +74,26 @@ impl InitializeParams {
     }
 }
 
+/// A root: a place the host lets servers work in (`roots/list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A name for people, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// A root at `uri` without a name.
+    pub fn new(uri: impl Into<String>) -> Root {
+        Root {
+            uri: uri.into(),
+            name: None,
+        }
+    }
+}
+
 /// What a client offers servers: the requests a server may send it. A client
 /// declares exactly what its host answers; a server may register features
 /// (tools that sample or elicit) only for clients that declare them.

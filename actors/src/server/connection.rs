@@ -86,7 +86,10 @@ impl Connection {
             ctx.options.client_version.clone(),
             ids,
         )
-        .with_capabilities(host_requests::declared(ctx.options.client_handler.as_ref()));
+        .with_capabilities(host_requests::declared(
+            ctx.options.client_handler.as_ref(),
+            ctx.roots.read().is_some(),
+        ));
         Connection {
             id,
             failure,
@@ -273,6 +276,18 @@ impl Connection {
         method: String,
         params: Value,
     ) {
+        if method == methods::ROOTS_LIST {
+            // The roots are the host's, kept here: no handler is involved.
+            let roots = self
+                .ctx
+                .roots
+                .read()
+                .clone()
+                .unwrap_or_else(|| Arc::from([]));
+            let result = serde_json::json!({ "roots": &*roots });
+            self.answer_host_request(id, Ok(result));
+            return;
+        }
         let options = &self.ctx.options;
         let admitted = match &options.client_handler {
             None => Err(host_requests::error(
@@ -340,6 +355,17 @@ impl Connection {
             }),
         };
         self.send(&message);
+    }
+
+    /// The host's roots changed: tell the server (once it is initialized).
+    pub(crate) fn roots_changed(&mut self) {
+        if self.session.is_ready() && !self.stopping {
+            let note = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(
+                methods::ROOTS_LIST_CHANGED,
+                None,
+            ));
+            self.send(&note);
+        }
     }
 
     /// A request handed to the host has its answer.

@@ -157,6 +157,7 @@ impl Actor for ServerActor {
             }
             ServerMsg::ReportAgain => conn.report_again(&myself),
             ServerMsg::HostAnswered { id, answer } => conn.host_answered(id, answer),
+            ServerMsg::RootsChanged => conn.roots_changed(),
             ServerMsg::ListTimedOut { generation } => {
                 if conn.listing_generation() == Some(generation) {
                     let after = conn.request_timeout();
