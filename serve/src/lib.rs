@@ -19,6 +19,7 @@
 pub mod client;
 mod gateway;
 pub mod http;
+mod in_flight;
 pub mod lines;
 mod outcome;
 pub mod session;

@@ -7,15 +7,11 @@
 //! task is aborted, which drops the upstream call and so sends the upstream
 //! server `notifications/cancelled`. Sessions share nothing but the gateway.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::future::{AbortHandle, Abortable};
+use futures::future::Abortable;
 use futures::{Stream, StreamExt};
 use mcpvisor::{CallError, CallOptions, HostEvent};
 use mcpvisor_protocol::jsonrpc::{
@@ -27,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::gateway::Gateway;
+use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
 use crate::outcome::{self, Outcome};
 use crate::tools::{self, Naming};
 use crate::wire;
@@ -76,113 +73,8 @@ pub struct Session {
     naming: Naming,
     notices: Outbound,
     state: Mutex<State>,
+    requests: Arc<Requests>,
     watcher: Mutex<Option<tokio::task::AbortHandle>>,
-}
-
-/// A request being answered: how to stop it, and what became of it.
-struct InFlight {
-    abort: AbortHandle,
-    fate: Arc<Fate>,
-}
-
-/// Shared by a request's table entry and its answer.
-#[derive(Default)]
-struct Fate {
-    /// Stopped by a cancel (or the session's end): its call is cancelled upstream.
-    cancelled: AtomicBool,
-    /// Its client went away; its call runs on, still cancellable by id.
-    detached: AtomicBool,
-}
-
-impl InFlight {
-    /// Stops the request and cancels its call upstream.
-    fn cancel(self) {
-        self.fate.cancelled.store(true, Ordering::SeqCst);
-        self.abort.abort();
-    }
-}
-
-/// Removes a request from the in-flight table when its answer ends, unless its
-/// call was detached (the detached call removes it when it ends).
-struct Registered {
-    session: Arc<Session>,
-    id: RequestId,
-    fate: Arc<Fate>,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        if self.fate.detached.load(Ordering::SeqCst) {
-            return;
-        }
-        self.session.forget(&self.id, &self.fate);
-    }
-}
-
-/// A routed call that outlives the future awaiting it. Dropped unfinished
-/// without a cancel (the client disconnected), it runs on to its end, since a
-/// disconnection is not a cancellation in MCP; it stays in the table, so a
-/// `notifications/cancelled` that follows still cancels it. Dropped after a
-/// cancel, it is cancelled upstream.
-struct Detaching {
-    call: Option<mcpvisor::PendingCall>,
-    session: Weak<Session>,
-    id: RequestId,
-    fate: Arc<Fate>,
-}
-
-impl Future for Detaching {
-    type Output = Result<mcpvisor::CallToolResult, CallError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(call) = self.call.as_mut() else {
-            return Poll::Ready(Err(CallError::Cancelled));
-        };
-        let done = Pin::new(call).poll(cx);
-        if done.is_ready() {
-            self.call = None;
-        }
-        done
-    }
-}
-
-impl Drop for Detaching {
-    fn drop(&mut self) {
-        let Some(call) = self.call.take() else {
-            return;
-        };
-        if self.fate.cancelled.load(Ordering::SeqCst) {
-            return;
-        }
-        let (Some(session), Ok(runtime)) = (
-            self.session.upgrade(),
-            tokio::runtime::Handle::try_current(),
-        ) else {
-            return;
-        };
-        self.fate.detached.store(true, Ordering::SeqCst);
-        let (abort, registration) = AbortHandle::new_pair();
-        {
-            let mut state = session.state.lock();
-            let ours = match state.in_flight.get(&self.id) {
-                Some(entry) => Arc::ptr_eq(&entry.fate, &self.fate),
-                // Its entry went first; nothing else took the id: put it back.
-                None => !state.closed,
-            };
-            if !ours {
-                return;
-            }
-            let fate = self.fate.clone();
-            state
-                .in_flight
-                .insert(self.id.clone(), InFlight { abort, fate });
-        }
-        let (id, fate) = (self.id.clone(), self.fate.clone());
-        runtime.spawn(async move {
-            let _ = Abortable::new(call, registration).await;
-            session.forget(&id, &fate);
-        });
-    }
 }
 
 #[derive(Default)]
@@ -193,8 +85,6 @@ struct State {
     initialized: bool,
     log_level: Option<usize>,
     watching: bool,
-    in_flight: HashMap<RequestId, InFlight>,
-    closed: bool,
 }
 
 impl Session {
@@ -207,6 +97,7 @@ impl Session {
             naming,
             notices,
             state: Mutex::new(State::default()),
+            requests: Arc::default(),
             watcher: Mutex::new(None),
         });
         let task = tokio::spawn(watch_events(Arc::downgrade(&session), events, coalesce));
@@ -275,48 +166,42 @@ impl Session {
         replies: Outbound,
     ) -> Result<impl Future<Output = Option<Message>> + Send + 'static, Option<Message>> {
         let mut state = self.state.lock();
-        if state.closed {
-            return Err(None);
-        }
         let opening = request.method == methods::INITIALIZE;
-        let refusal = if state.in_flight.contains_key(&request.id) {
-            Some(format!("request id {} is already in use", request.id))
-        } else if !opening && request.method != methods::PING && !state.greeted {
-            Some("the session is not initialized: send `initialize` first".to_string())
-        } else if state.in_flight.len() >= self.gateway.options().max_in_flight {
-            Some(format!(
-                "this session has {} requests in flight; wait for one to finish",
-                state.in_flight.len()
-            ))
-        } else {
-            None
-        };
-        if let Some(message) = refusal {
-            return Err(Some(error_message(
-                Some(request.id),
+        let refuse = |message: String| {
+            Err(Some(error_message(
+                Some(request.id.clone()),
                 error_codes::INVALID_REQUEST,
                 message,
-            )));
+            )))
+        };
+        if !opening && request.method != methods::PING && !state.greeted {
+            return refuse("the session is not initialized: send `initialize` first".into());
         }
+        let limit = self.gateway.options().max_in_flight;
+        let admitted = match self.requests.admit(&request.id, limit) {
+            Ok(admitted) => admitted,
+            Err(Refusal::Closed) => return Err(None),
+            Err(Refusal::DuplicateId) => {
+                return refuse(format!("request id {} is already in use", request.id));
+            }
+            Err(Refusal::Full(n)) => {
+                return refuse(format!(
+                    "this session has {n} requests in flight; wait for one to finish"
+                ));
+            }
+        };
         if opening {
             state.greeted = true;
         }
-        let (abort, registration) = AbortHandle::new_pair();
-        let fate = Arc::new(Fate::default());
-        let entry = InFlight {
-            abort,
-            fate: fate.clone(),
-        };
-        state.in_flight.insert(request.id.clone(), entry);
         drop(state);
-        let registered = Registered {
-            session: self.clone(),
-            id: request.id.clone(),
-            fate: fate.clone(),
-        };
+        let Admitted {
+            registration,
+            fate,
+            registered,
+        } = admitted;
         let session = self.clone();
         Ok(async move {
-            let answer = session.answer(&request, &replies, &fate);
+            let answer = session.answer(&request, &replies, &fate, &registered);
             let outcome = Abortable::new(answer, registration).await;
             drop(registered);
             let outcome = outcome.ok()?;
@@ -343,44 +228,23 @@ impl Session {
                     .as_ref()
                     .and_then(|p| p.get("requestId"))
                     .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-                let found = id.and_then(|id| self.state.lock().in_flight.remove(&id));
-                if let Some(request) = found {
+                if let Some(id) = id {
                     // The call is dropped, which cancels it upstream; no answer is sent.
-                    request.cancel();
+                    self.requests.cancel(&id);
                 }
             }
             _ => {}
         }
     }
 
-    /// Drops `id`'s entry if it is still the one of `fate` (a cancelled id may
-    /// have been used again since).
-    fn forget(&self, id: &RequestId, fate: &Arc<Fate>) {
-        let mut state = self.state.lock();
-        if state
-            .in_flight
-            .get(id)
-            .is_some_and(|r| Arc::ptr_eq(&r.fate, fate))
-        {
-            state.in_flight.remove(id);
-        }
-    }
-
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
-        self.state.lock().in_flight.len()
+        self.requests.len()
     }
 
     /// Ends the session: requests in flight are abandoned (and cancelled upstream).
     pub fn close(&self) {
-        let requests: Vec<InFlight> = {
-            let mut state = self.state.lock();
-            state.closed = true;
-            state.in_flight.drain().map(|(_, r)| r).collect()
-        };
-        for request in requests {
-            request.cancel();
-        }
+        self.requests.close();
         if let Some(watcher) = self.watcher.lock().take() {
             watcher.abort();
         }
@@ -391,6 +255,7 @@ impl Session {
         request: &Request,
         replies: &Outbound,
         fate: &Arc<Fate>,
+        registered: &Registered,
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
         match method {
@@ -413,7 +278,7 @@ impl Session {
                 tools::list_page(host, self.naming, cursor, self.gateway.options().page_size)
                     .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
-            methods::TOOLS_CALL => self.call(&request.id, params, replies, fate).await,
+            methods::TOOLS_CALL => self.call(params, replies, fate, registered).await,
             "logging/setLevel" => {
                 let level = params
                     .as_ref()
@@ -485,11 +350,11 @@ impl Session {
     }
 
     async fn call(
-        self: &Arc<Self>,
-        id: &RequestId,
+        &self,
         params: Option<Value>,
         replies: &Outbound,
-        fate: &Arc<Fate>,
+        fate: &Fate,
+        registered: &Registered,
     ) -> Outcome {
         let params = params.unwrap_or(Value::Null);
         let Some(name) = params.get("name").and_then(Value::as_str) else {
@@ -541,12 +406,7 @@ impl Session {
                 let _ = sink.try_send(notification(methods::PROGRESS, params));
             });
         }
-        let mut pending = Detaching {
-            call: Some(host.call(route, arguments, options)),
-            session: Arc::downgrade(self),
-            id: id.clone(),
-            fate: fate.clone(),
-        };
+        let mut pending = registered.detaching(host.call(route, arguments, options));
         tokio::select! {
             result = &mut pending => match result {
                 Ok(result) => Ok(result.to_value()),
@@ -555,7 +415,7 @@ impl Session {
             },
             () = self.gateway.stopped() => {
                 // Stopping is the end of the call, not a client gone away.
-                fate.cancelled.store(true, Ordering::SeqCst);
+                fate.cancel();
                 outcome::shutting_down()
             }
         }
