@@ -49,19 +49,29 @@ pub struct Gateway {
     stopping: watch::Sender<bool>,
     settled: watch::Sender<bool>,
     reloader: Option<Reloader>,
+    /// Calls in flight per server, when servers' requests are forwarded downstream.
+    callers: Option<Arc<crate::forward::Callers>>,
     /// One reload at a time: two overlapping ones would race on the file.
     reloading: tokio::sync::Mutex<()>,
 }
 
 impl Gateway {
     /// A gateway in front of `host`.
-    pub fn new(host: Host, options: GatewayOptions, reloader: Option<Reloader>) -> Arc<Gateway> {
+    /// `callers` is the table of [`crate::forward::forwarder`] when the host
+    /// was started with its handler, so servers' requests reach the sessions.
+    pub fn new(
+        host: Host,
+        options: GatewayOptions,
+        reloader: Option<Reloader>,
+        callers: Option<Arc<crate::forward::Callers>>,
+    ) -> Arc<Gateway> {
         let gateway = Arc::new(Gateway {
             host,
             options,
             stopping: watch::channel(false).0,
             settled: watch::channel(false).0,
             reloader,
+            callers,
             reloading: tokio::sync::Mutex::new(()),
         });
         let weak = Arc::downgrade(&gateway);
@@ -122,6 +132,11 @@ impl Gateway {
     /// The supervised host.
     pub fn host(&self) -> &Host {
         &self.host
+    }
+
+    /// Where servers' requests are forwarded, if they are.
+    pub(crate) fn callers(&self) -> Option<&Arc<crate::forward::Callers>> {
+        self.callers.as_ref()
     }
 
     /// The options every session follows.

@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod forward;
 mod gateway;
 pub mod http;
 mod in_flight;

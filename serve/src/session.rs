@@ -7,20 +7,22 @@
 //! task is aborted, which drops the upstream call and so sends the upstream
 //! server `notifications/cancelled`. Sessions share nothing but the gateway.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::Abortable;
 use futures::{Stream, StreamExt};
-use mcpvisor::{CallError, CallOptions, HostEvent};
+use mcpvisor::{CallError, CallOptions, HostEvent, QualifiedMcpToolName};
 use mcpvisor_protocol::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
-use mcpvisor_protocol::messages::{PROTOCOL_VERSION, methods};
+use mcpvisor_protocol::messages::{ClientCapabilities, PROTOCOL_VERSION, methods};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::gateway::Gateway;
 use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
@@ -69,11 +71,16 @@ fn level_rank(level: &str) -> Option<usize> {
 
 /// One downstream session.
 pub struct Session {
+    /// This session, for what outlives a borrow of it (a call's forwarding entry).
+    me: Weak<Session>,
     gateway: Arc<Gateway>,
     naming: Naming,
     notices: Outbound,
     state: Mutex<State>,
     requests: Arc<Requests>,
+    /// Requests this session sent its client (servers' requests forwarded), by id.
+    asks: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    next_ask: AtomicU64,
     watcher: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
@@ -85,6 +92,8 @@ struct State {
     initialized: bool,
     log_level: Option<usize>,
     watching: bool,
+    /// What the client said it offers in `initialize`.
+    client: ClientCapabilities,
 }
 
 impl Session {
@@ -92,12 +101,15 @@ impl Session {
     pub fn open(gateway: Arc<Gateway>, naming: Naming, notices: Outbound) -> Arc<Session> {
         let events = gateway.host().events();
         let coalesce = gateway.options().coalesce;
-        let session = Arc::new(Session {
+        let session = Arc::new_cyclic(|me| Session {
+            me: me.clone(),
             gateway,
             naming,
             notices,
             state: Mutex::new(State::default()),
             requests: Arc::default(),
+            asks: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
         });
         let task = tokio::spawn(watch_events(Arc::downgrade(&session), events, coalesce));
@@ -110,10 +122,11 @@ impl Session {
         match message {
             Message::Request(request) => self.request(request, replies.clone()),
             Message::Notification(n) => self.notification(n),
-            // This gateway sends no requests of its own yet, so answers are unexpected.
-            Message::Response(_) | Message::Error(_) => {
-                tracing::debug!("a downstream session sent an answer to no request");
-            }
+            Message::Response(r) => self.answered(&r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.answered(&id, Err(e.error)),
+                None => tracing::debug!("a downstream client sent an error without an id"),
+            },
         }
     }
 
@@ -237,6 +250,56 @@ impl Session {
         }
     }
 
+    /// Whether the client declared the capability a server request needs.
+    pub(crate) fn offers(&self, method: &str) -> bool {
+        self.state.lock().client.offers(method)
+    }
+
+    /// Sends the client a request on `replies` and waits for its answer (the
+    /// caller bounds the wait; a dropped wait forgets the request).
+    pub(crate) async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        replies: &Outbound,
+    ) -> Result<Value, ErrorObject> {
+        let id = RequestId::String(format!(
+            "mcpvisor-{}",
+            self.next_ask
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let (tx, rx) = oneshot::channel();
+        self.asks.lock().insert(id.clone(), tx);
+        let forget = AskGuard {
+            session: self,
+            id: id.clone(),
+        };
+        let request = Message::Request(Request::new(id, method, Some(params)));
+        if replies.send(request).await.is_err() {
+            return Err(error(
+                error_codes::INTERNAL_ERROR,
+                "the client went away before it could be asked",
+            ));
+        }
+        let answer = rx.await.unwrap_or_else(|_| {
+            Err(error(
+                error_codes::INTERNAL_ERROR,
+                "the client's session ended before it answered",
+            ))
+        });
+        drop(forget);
+        answer
+    }
+
+    fn answered(&self, id: &RequestId, answer: Result<Value, ErrorObject>) {
+        match self.asks.lock().remove(id) {
+            Some(waiting) => {
+                let _ = waiting.send(answer);
+            }
+            None => tracing::debug!(%id, "a downstream client answered no request of ours"),
+        }
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.requests.len()
@@ -338,6 +401,17 @@ impl Session {
                 error(error_codes::INVALID_PARAMS, "`protocolVersion` is required")
             })?;
         tracing::debug!(requested, "downstream session initialized");
+        let offered = params.as_ref().and_then(|p| p.get("capabilities"));
+        let has = |name: &str| {
+            offered
+                .and_then(|c| c.get(name))
+                .is_some_and(Value::is_object)
+        };
+        self.state.lock().client = ClientCapabilities {
+            sampling: has("sampling"),
+            elicitation: has("elicitation"),
+            roots: false,
+        };
         Ok(json!({
             // The one revision this gateway serves; a client that wants another
             // one sees it here and may disconnect (the MCP negotiation rule).
@@ -406,6 +480,13 @@ impl Session {
                 let _ = sink.try_send(notification(methods::PROGRESS, params));
             });
         }
+        // While it runs, the server's requests (sampling, elicitation) come here.
+        let _caller = match (self.gateway.callers(), QualifiedMcpToolName::parse(route)) {
+            (Some(callers), Ok(name)) => {
+                Some(callers.enter(Arc::from(name.server()), self.me.clone(), replies.clone()))
+            }
+            _ => None,
+        };
         let mut pending = registered.detaching(host.call(route, arguments, options));
         tokio::select! {
             result = &mut pending => match result {
@@ -490,6 +571,18 @@ async fn watch_events(
         if session.on_event(&event) && due.is_none() {
             due = Some(tokio::time::Instant::now() + coalesce);
         }
+    }
+}
+
+/// Forgets a request sent to the client when its wait ends, however it ends.
+struct AskGuard<'a> {
+    session: &'a Session,
+    id: RequestId,
+}
+
+impl Drop for AskGuard<'_> {
+    fn drop(&mut self) {
+        self.session.asks.lock().remove(&self.id);
     }
 }
 

@@ -95,14 +95,17 @@ pub(crate) async fn serve(
         ),
         None => None,
     };
-    let options = settings.supervisor_options();
+    let mut options = settings.supervisor_options();
+    // Servers' sampling and elicitation go to the client whose call they serve.
+    let (handler, callers) = mcpvisor_serve::forward::forwarder();
+    options.client_handler = Some(handler);
     let mut gateway_options = GatewayOptions::default();
     gateway_options.first_start = options.startup_timeout + Duration::from_secs(1);
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
     let reloader: Reloader = Arc::new(move || specs().map_err(|Failure(message, _)| message));
-    let gateway = Gateway::new(host.clone(), gateway_options, Some(reloader));
+    let gateway = Gateway::new(host.clone(), gateway_options, Some(reloader), Some(callers));
     let mut tasks = Vec::new();
     if let Some(endpoint) = endpoint {
         let bound = endpoint

@@ -1,0 +1,137 @@
+//! Requests servers send the host (sampling, elicitation), forwarded through
+//! `mcpvisor serve` to the downstream client whose call they relate to.
+//!
+//! A server asks while one of its tools runs, so the request goes to the
+//! session with the newest call in flight to that server, on that call's own
+//! channel (over HTTP: the call's SSE stream), and only if that client declared
+//! the capability; otherwise the server gets an error saying why. The time a
+//! client may take and how many requests wait at once are the supervisor's
+//! bounds (`host_request_timeout`, `max_host_requests`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor::protocol::messages::ClientCapabilities;
+use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
+use parking_lot::Mutex;
+
+use crate::session::{Outbound, Session};
+
+struct Caller {
+    seq: u64,
+    session: Weak<Session>,
+    replies: Outbound,
+}
+
+/// The calls in flight per upstream server, newest last.
+#[derive(Default)]
+pub struct Callers {
+    by_server: Mutex<HashMap<Arc<str>, Vec<Caller>>>,
+    next: AtomicU64,
+}
+
+impl Callers {
+    /// Records a call to `server` from `session`, whose messages for it go to
+    /// `replies`, until the guard is dropped.
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        server: Arc<str>,
+        session: Weak<Session>,
+        replies: Outbound,
+    ) -> CallerGuard {
+        let seq = self.next.fetch_add(1, Ordering::Relaxed);
+        self.by_server
+            .lock()
+            .entry(server.clone())
+            .or_default()
+            .push(Caller {
+                seq,
+                session,
+                replies,
+            });
+        CallerGuard {
+            callers: self.clone(),
+            server,
+            seq,
+        }
+    }
+
+    /// The session with the newest call to `server`, and where to reach it.
+    fn newest(&self, server: &str) -> Option<(Arc<Session>, Outbound)> {
+        let map = self.by_server.lock();
+        map.get(server)?
+            .iter()
+            .rev()
+            .find_map(|c| Some((c.session.upgrade()?, c.replies.clone())))
+    }
+}
+
+/// Forgets a call when it ends.
+pub(crate) struct CallerGuard {
+    callers: Arc<Callers>,
+    server: Arc<str>,
+    seq: u64,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        let mut map = self.callers.by_server.lock();
+        if let Some(calls) = map.get_mut(&self.server) {
+            calls.retain(|c| c.seq != self.seq);
+            if calls.is_empty() {
+                map.remove(&self.server);
+            }
+        }
+    }
+}
+
+/// The gateway's [`ClientHandler`]: it declares sampling and elicitation to
+/// every server and forwards each request to the downstream caller.
+struct Forwarder(Arc<Callers>);
+
+/// A handler for the supervisor behind `serve` and the table it forwards by
+/// (give the table to [`crate::Gateway::new`]).
+pub fn forwarder() -> (SharedClientHandler, Arc<Callers>) {
+    let callers = Arc::new(Callers::default());
+    let handler = SharedClientHandler(Arc::new(Forwarder(callers.clone())));
+    (handler, callers)
+}
+
+fn refusal(message: String) -> ErrorObject {
+    ErrorObject {
+        code: error_codes::METHOD_NOT_FOUND,
+        message,
+        data: None,
+    }
+}
+
+impl ClientHandler for Forwarder {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: true,
+            elicitation: true,
+            roots: false,
+        }
+    }
+
+    fn answer(&self, request: HostRequest) -> HostAnswer {
+        let caller = self.0.newest(&request.server);
+        Box::pin(async move {
+            let Some((session, replies)) = caller else {
+                return Err(refusal(format!(
+                    "no client of mcpvisor serve has a call to `{}` in flight to answer {}",
+                    request.server, request.method
+                )));
+            };
+            if !session.offers(&request.method) {
+                return Err(refusal(format!(
+                    "the client calling `{}` does not offer {}",
+                    request.server, request.method
+                )));
+            }
+            session.ask(&request.method, request.params, &replies).await
+        })
+    }
+}
