@@ -131,6 +131,11 @@ impl Requests {
         }
     }
 
+    /// True once the session ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.0.lock().closed
+    }
+
     /// Requests in flight.
     pub(crate) fn len(&self) -> usize {
         self.0.lock().entries.len()

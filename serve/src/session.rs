@@ -46,8 +46,10 @@ pub mod extension {
     pub const RELOAD: &str = "mcpvisor/reload";
     /// Asks for every supervisor event as an [`EVENT`] notification.
     pub const WATCH: &str = "mcpvisor/watch";
-    /// In a `tools/call`'s `_meta`: this call's timeout in milliseconds,
-    /// instead of the server's request timeout.
+    /// In a `tools/call`'s `_meta`: how long this client waits, in
+    /// milliseconds. Past it the call is cancelled (the server gets
+    /// `notifications/cancelled`); the connection, which other sessions share,
+    /// keeps its own request timeout.
     pub const TIMEOUT_MS: &str = "mcpvisor/timeoutMs";
     /// One supervisor event: `{"text": ..., "event": {...}}`.
     pub const EVENT: &str = "notifications/mcpvisor/event";
@@ -269,7 +271,17 @@ impl Session {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let (tx, rx) = oneshot::channel();
-        self.asks.lock().insert(id.clone(), tx);
+        {
+            // Checked under the same lock `close` clears: no ask outlives the session.
+            let mut asks = self.asks.lock();
+            if self.requests.is_closed() {
+                return Err(error(
+                    error_codes::INTERNAL_ERROR,
+                    "the client's session has ended",
+                ));
+            }
+            asks.insert(id.clone(), tx);
+        }
         let forget = AskGuard {
             session: self,
             id: id.clone(),
@@ -308,6 +320,8 @@ impl Session {
     /// Ends the session: requests in flight are abandoned (and cancelled upstream).
     pub fn close(&self) {
         self.requests.close();
+        // Servers waiting on this client get their answer now: an error.
+        self.asks.lock().clear();
         if let Some(watcher) = self.watcher.lock().take() {
             watcher.abort();
         }
@@ -454,13 +468,11 @@ impl Session {
         };
         let mut options = CallOptions::default();
         // mcpvisor's own clients may shorten (or lengthen) the server's timeout.
-        if let Some(ms) = params
+        let patience = params
             .get("_meta")
             .and_then(|m| m.get(extension::TIMEOUT_MS))
             .and_then(Value::as_u64)
-        {
-            options = options.timeout(Duration::from_millis(ms));
-        }
+            .map(Duration::from_millis);
         let token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
@@ -488,12 +500,27 @@ impl Session {
             _ => None,
         };
         let mut pending = registered.detaching(host.call(route, arguments, options));
+        let given_up = async {
+            match patience {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             result = &mut pending => match result {
                 Ok(result) => Ok(result.to_value()),
                 Err(CallError::UnknownTool(_)) => outcome::unrouted(host, name, Some(route)),
                 Err(e) => outcome::failed(e),
             },
+            () = given_up => {
+                // A client's own limit cancels its call; it must not end a
+                // connection that other sessions share.
+                fate.cancel();
+                Ok(outcome::tool_error(format!(
+                    "no answer within {}s (this call's own limit); the call was cancelled",
+                    patience.unwrap_or_default().as_secs_f64()
+                )))
+            }
             () = self.gateway.stopped() => {
                 // Stopping is the end of the call, not a client gone away.
                 fate.cancel();
