@@ -426,3 +426,30 @@ async fn a_client_that_disconnects_does_not_cancel_but_a_later_cancel_does() {
     }
     serve.stop();
 }
+
+#[tokio::test]
+async fn deleting_a_session_ends_its_get_stream() {
+    let dir = empty_dir("get-end");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let id = open_session(&serve.url, &[]).await;
+    let client = reqwest::Client::new();
+    let get = client
+        .get(&serve.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 200);
+    let deleted = client
+        .delete(&serve.url)
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 204);
+    // The stream ends instead of sending keep-alives for a session that is gone.
+    let body = tokio::time::timeout(Duration::from_secs(10), get.text()).await;
+    assert!(body.is_ok(), "the GET stream outlived its session");
+    serve.stop();
+}

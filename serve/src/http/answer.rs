@@ -20,6 +20,7 @@ pub(super) async fn answer_one(
     replies: mpsc::Sender<Message>,
     mut rx: mpsc::Receiver<Message>,
     sse: bool,
+    until_done: impl Send + 'static,
 ) -> Response {
     let mut answering = Box::pin(answering);
     let first = if sse {
@@ -51,6 +52,7 @@ pub(super) async fn answer_one(
     };
     let stream = async_stream::stream! {
         let _replies = replies;
+        let _until_done = until_done;
         if let Some(first) = first {
             yield Ok::<Event, Infallible>(sse_event(&first));
         }
@@ -84,6 +86,7 @@ pub(super) async fn answer(
     requests: usize,
     batch: bool,
     sse: bool,
+    until_done: impl Send + 'static,
 ) -> Response {
     let is_answer = |m: &Message| matches!(m, Message::Response(_) | Message::Error(_));
     if !sse {
@@ -123,6 +126,7 @@ pub(super) async fn answer(
         return json_body(first).into_response();
     }
     let stream = async_stream::stream! {
+        let _until_done = until_done;
         let mut left = requests;
         let mut next = Some(first);
         while let Some(message) = next.take() {

@@ -35,7 +35,7 @@ use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, json_body, sse_event};
 use guard::Refusal;
-use sessions::{HttpSession, Sessions};
+use sessions::{HttpSession, Sessions, Touching};
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -320,7 +320,7 @@ async fn on_post(
         // without a task or a channel between the call and the response.
         Some(Message::Request(request)) if !batch => {
             let answering = session.session.answer_inline(request, tx.clone());
-            answer_one(answering, tx, rx, sse).await
+            answer_one(answering, tx, rx, sse, Touching(session.clone())).await
         }
         last => {
             for message in messages.into_iter().chain(last) {
@@ -330,7 +330,7 @@ async fn on_post(
             if requests == 0 {
                 StatusCode::ACCEPTED.into_response()
             } else {
-                answer(rx, requests, batch, sse).await
+                answer(rx, requests, batch, sse, Touching(session.clone())).await
             }
         }
     };
@@ -366,9 +366,11 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
     };
     let gateway = endpoint.gateway.clone();
     let stream = async_stream::stream! {
+        let touching = Touching(session);
         loop {
             let message = tokio::select! {
                 m = notices.recv() => m,
+                () = touching.0.ended() => None,
                 () = gateway.stopped() => None,
             };
             match message {
@@ -376,7 +378,6 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
                 None => break,
             }
         }
-        session.touch();
     };
     Sse::new(stream.boxed())
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

@@ -17,11 +17,34 @@ pub(crate) struct HttpSession {
     pub(crate) session: Arc<Session>,
     pub(crate) notices: Arc<tokio::sync::Mutex<mpsc::Receiver<Message>>>,
     last_seen: Mutex<Instant>,
+    /// Set when the session ends (DELETE, expiry, shutdown): its GET stream ends too.
+    ended: tokio::sync::watch::Sender<bool>,
+}
+
+/// Marks a session as seen when dropped: at the end of a GET stream or of an
+/// answer, however it ends (a client that disconnects included).
+pub(crate) struct Touching(pub(crate) Arc<HttpSession>);
+
+impl Drop for Touching {
+    fn drop(&mut self) {
+        self.0.touch();
+    }
 }
 
 impl HttpSession {
     pub(crate) fn touch(&self) {
         *self.last_seen.lock() = Instant::now();
+    }
+
+    /// Resolves once the session has ended.
+    pub(crate) async fn ended(&self) {
+        let mut ended = self.ended.subscribe();
+        let _ = ended.wait_for(|e| *e).await;
+    }
+
+    fn end(&self) {
+        self.ended.send_replace(true);
+        self.session.close();
     }
 
     /// Idle: nothing asked for `idle`, nothing in flight, no GET stream open.
@@ -67,6 +90,7 @@ impl Sessions {
             session: open(tx),
             notices: Arc::new(tokio::sync::Mutex::new(rx)),
             last_seen: Mutex::new(Instant::now()),
+            ended: tokio::sync::watch::channel(false).0,
         });
         let id = new_id();
         map.insert(id.clone(), session.clone());
@@ -82,7 +106,7 @@ impl Sessions {
         let removed = self.map.lock().remove(id);
         match removed {
             Some(s) => {
-                s.session.close();
+                s.end();
                 true
             }
             None => false,
@@ -102,7 +126,7 @@ impl Sessions {
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
         for s in &expired {
-            s.session.close();
+            s.end();
         }
         expired.len()
     }
@@ -111,7 +135,7 @@ impl Sessions {
     pub(crate) fn close_all(&self) {
         let all: Vec<Arc<HttpSession>> = self.map.lock().drain().map(|(_, s)| s).collect();
         for s in all {
-            s.session.close();
+            s.end();
         }
     }
 }
