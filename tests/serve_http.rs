@@ -453,3 +453,30 @@ async fn deleting_a_session_ends_its_get_stream() {
     assert!(body.is_ok(), "the GET stream outlived its session");
     serve.stop();
 }
+
+#[tokio::test]
+async fn a_malformed_initialize_opens_no_session_and_a_batch_gets_an_array() {
+    let dir = empty_dir("init-batch");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0", "--max-sessions", "1"]);
+    let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    for _ in 0..3 {
+        let (status, headers, body) = post(&serve.url, &[], bad.to_string()).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(headers.get("mcp-session-id").is_none());
+        assert!(message(&body).contains("protocolVersion"), "{body}");
+    }
+    // The one slot is still free.
+    let id = open_session(&serve.url, &[]).await;
+    let batch = json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]).to_string();
+    let response = reqwest::Client::new()
+        .post(&serve.url)
+        .header("accept", "application/json")
+        .header("mcp-session-id", &id)
+        .body(batch)
+        .send()
+        .await
+        .unwrap();
+    let answers: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(answers, json!([{"jsonrpc": "2.0", "id": 2, "result": {}}]));
+    serve.stop();
+}

@@ -206,6 +206,21 @@ fn what_a_session_should_not_send_gets_an_error_and_the_session_goes_on() {
     );
     let pong = s.request(9, "ping", json!({}));
     assert_eq!(pong["result"], json!({}), "{pong}");
+    // A second initialize is refused and leaves the session as it was.
+    let again = s.request(
+        10,
+        "initialize",
+        json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already initialized"),
+        "{again}"
+    );
+    let listed = s.request(11, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
 }
 
 #[test]

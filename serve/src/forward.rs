@@ -1,10 +1,12 @@
 //! Requests servers send the host (sampling, elicitation), forwarded through
 //! `mcpvisor serve` to the downstream client whose call they relate to.
 //!
-//! A server asks while one of its tools runs, so the request goes to the
-//! session with the newest call in flight to that server, on that call's own
-//! channel (over HTTP: the call's SSE stream), and only if that client declared
-//! the capability; otherwise the server gets an error saying why. The time a
+//! A server asks while one of its tools runs, so the request goes to the one
+//! session with calls in flight to that server, on its newest call's channel
+//! (over HTTP: the call's SSE stream), and only if that client declared the
+//! capability. With several sessions calling the same server the request
+//! cannot be matched to its call, and it is refused rather than shown to the
+//! wrong client; so is one no client can answer. The time a
 //! client may take and how many requests wait at once are the supervisor's
 //! bounds (`host_request_timeout`, `max_host_requests`).
 
@@ -58,13 +60,29 @@ impl Callers {
         }
     }
 
-    /// The session with the newest call to `server`, and where to reach it.
-    fn newest(&self, server: &str) -> Option<(Arc<Session>, Outbound)> {
+    /// The one session calling `server` now, and where to reach it (its newest
+    /// call's channel). With several sessions calling, a request cannot be told
+    /// apart by its call, and sending it to the wrong client would show that
+    /// client another's work: none is chosen.
+    fn caller(&self, server: &str) -> Result<(Arc<Session>, Outbound), String> {
         let map = self.by_server.lock();
-        map.get(server)?
-            .iter()
-            .rev()
-            .find_map(|c| Some((c.session.upgrade()?, c.replies.clone())))
+        let live: Vec<(Arc<Session>, &Caller)> = map
+            .get(server)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c.session.upgrade()?, c)))
+            .collect();
+        let Some((newest, caller)) = live.last() else {
+            return Err(format!(
+                "no client of mcpvisor serve has a call to `{server}` in flight"
+            ));
+        };
+        if live.iter().any(|(s, _)| !Arc::ptr_eq(s, newest)) {
+            return Err(format!(
+                "several clients of mcpvisor serve are calling `{server}`; the request cannot be matched to one"
+            ));
+        }
+        Ok((newest.clone(), caller.replies.clone()))
     }
 }
 
@@ -117,14 +135,10 @@ impl ClientHandler for Forwarder {
     }
 
     fn answer(&self, request: HostRequest) -> HostAnswer {
-        let caller = self.0.newest(&request.server);
+        let caller = self.0.caller(&request.server);
         Box::pin(async move {
-            let Some((session, replies)) = caller else {
-                return Err(refusal(format!(
-                    "no client of mcpvisor serve has a call to `{}` in flight to answer {}",
-                    request.server, request.method
-                )));
-            };
+            let (session, replies) =
+                caller.map_err(|why| refusal(format!("{why} to answer {}", request.method)))?;
             if !session.offers(&request.method) {
                 return Err(refusal(format!(
                     "the client calling `{}` does not offer {}",

@@ -70,21 +70,21 @@ where
 }
 
 async fn receive(session: &Arc<Session>, frame: &[u8], tx: &Outbound) {
-    match Message::parse(frame) {
-        Ok(Incoming::Single(message)) => session.receive(message, tx),
+    // Refusals and parse errors are sent from here, on the reader's own time: a
+    // client that does not read its answers stops being read.
+    let items = match Message::parse(frame) {
+        Ok(Incoming::Single(message)) => vec![Ok(message)],
         // Each member is answered on its own line (a batch is rare on stdio).
-        Ok(Incoming::Batch(items)) => {
-            for item in items {
-                match item {
-                    Ok(message) => session.receive(message, tx),
-                    Err(e) => {
-                        let _ = tx.send(parse_error(&e)).await;
-                    }
-                }
-            }
-        }
-        Err(e) => {
-            let _ = tx.send(parse_error(&e)).await;
+        Ok(Incoming::Batch(items)) => items,
+        Err(e) => vec![Err(e)],
+    };
+    for item in items {
+        let refusal = match item {
+            Ok(message) => session.receive(message, tx),
+            Err(e) => Some(parse_error(&e)),
+        };
+        if let Some(refusal) = refusal {
+            let _ = tx.send(refusal).await;
         }
     }
 }

@@ -119,10 +119,12 @@ impl Session {
         session
     }
 
-    /// Handles one message; answers to a request (and its progress) go to `replies`.
-    pub fn receive(self: &Arc<Self>, message: Message, replies: &Outbound) {
+    /// Handles one message; answers to a request (and its progress) go to
+    /// `replies`. Returns a refusal to send at once, if the request got one.
+    #[must_use = "a refused request's error must be sent"]
+    pub fn receive(self: &Arc<Self>, message: Message, replies: &Outbound) -> Option<Message> {
         match message {
-            Message::Request(request) => self.request(request, replies.clone()),
+            Message::Request(request) => return self.request(request, replies.clone()),
             Message::Notification(n) => self.notification(n),
             Message::Response(r) => self.answered(&r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -130,26 +132,29 @@ impl Session {
                 None => tracing::debug!("a downstream client sent an error without an id"),
             },
         }
+        None
     }
 
     /// Starts answering `request` on a task of its own; the answer goes to
-    /// `replies` unless the request is cancelled first.
-    pub fn request(self: &Arc<Self>, request: Request, replies: Outbound) {
+    /// `replies` unless the request is cancelled first. A refusal (not
+    /// initialized, a duplicate id, too many in flight) is returned for the
+    /// caller to send, so a client that does not read slows its own reading
+    /// down instead of piling up tasks.
+    #[must_use = "a refused request's error must be sent"]
+    pub fn request(self: &Arc<Self>, request: Request, replies: Outbound) -> Option<Message> {
         let answering = match self.begin(request, replies.clone()) {
             Ok(answering) => answering,
-            Err(None) => return,
-            Err(Some(refusal)) => {
-                tokio::spawn(async move {
-                    let _ = replies.send(refusal).await;
-                });
-                return;
-            }
+            Err(refusal) => return Some(refusal),
         };
         tokio::spawn(async move {
-            if let Some(answer) = answering.await {
+            if let Some((answer, registered)) = answering.await {
                 let _ = replies.send(answer).await;
+                // Counted as in flight until its answer is queued: a client
+                // that stops reading cannot make answers pile up unbounded.
+                drop(registered);
             }
         });
+        None
     }
 
     /// Answers `request` in the caller's own future (a POST carrying one
@@ -166,8 +171,8 @@ impl Session {
         let begun = self.begin(request, replies);
         async move {
             match begun {
-                Ok(answering) => answering.await,
-                Err(refusal) => refusal,
+                Ok(answering) => answering.await.map(|(answer, _)| answer),
+                Err(refusal) => Some(refusal),
             }
         }
     }
@@ -179,23 +184,42 @@ impl Session {
         self: &Arc<Self>,
         request: Request,
         replies: Outbound,
-    ) -> Result<impl Future<Output = Option<Message>> + Send + 'static, Option<Message>> {
+    ) -> Result<impl Future<Output = Option<(Message, Registered)>> + Send + 'static, Message> {
         let mut state = self.state.lock();
         let opening = request.method == methods::INITIALIZE;
         let refuse = |message: String| {
-            Err(Some(error_message(
+            Err(error_message(
                 Some(request.id.clone()),
                 error_codes::INVALID_REQUEST,
                 message,
-            )))
+            ))
         };
         if !opening && request.method != methods::PING && !state.greeted {
             return refuse("the session is not initialized: send `initialize` first".into());
         }
+        // What `initialize` decides is decided here, in arrival order, so a
+        // request right behind it sees the session as it leaves it.
+        let client = if opening {
+            if state.greeted {
+                return refuse("the session is already initialized".into());
+            }
+            match initialize_params(request.params.as_ref()) {
+                Ok(client) => Some(client),
+                Err(message) => {
+                    return Err(error_message(
+                        Some(request.id.clone()),
+                        error_codes::INVALID_PARAMS,
+                        message,
+                    ));
+                }
+            }
+        } else {
+            None
+        };
         let limit = self.gateway.options().max_in_flight;
         let admitted = match self.requests.admit(&request.id, limit) {
             Ok(admitted) => admitted,
-            Err(Refusal::Closed) => return Err(None),
+            Err(Refusal::Closed) => return refuse("the session has ended".into()),
             Err(Refusal::DuplicateId) => {
                 return refuse(format!("request id {} is already in use", request.id));
             }
@@ -205,8 +229,9 @@ impl Session {
                 ));
             }
         };
-        if opening {
+        if let Some(client) = client {
             state.greeted = true;
+            state.client = client;
         }
         drop(state);
         let Admitted {
@@ -217,10 +242,8 @@ impl Session {
         let session = self.clone();
         Ok(async move {
             let answer = session.answer(&request, &replies, &fate, &registered);
-            let outcome = Abortable::new(answer, registration).await;
-            drop(registered);
-            let outcome = outcome.ok()?;
-            Some(match outcome {
+            let outcome = Abortable::new(answer, registration).await.ok()?;
+            let message = match outcome {
                 Ok(result) => Message::Response(Response {
                     id: request.id,
                     result,
@@ -229,7 +252,8 @@ impl Session {
                     id: Some(request.id),
                     error,
                 }),
-            })
+            };
+            Some((message, registered))
         })
     }
 
@@ -336,7 +360,7 @@ impl Session {
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
         match method {
-            methods::INITIALIZE => return self.initialize(params),
+            methods::INITIALIZE => return self.initialize(),
             methods::PING => return Ok(json!({})),
             _ => {}
         }
@@ -404,28 +428,7 @@ impl Session {
         }
     }
 
-    fn initialize(&self, params: Option<Value>) -> Outcome {
-        let requested = params
-            .as_ref()
-            .and_then(|p| p.get("protocolVersion"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                // Not initialized after all: what follows is refused again.
-                self.state.lock().greeted = false;
-                error(error_codes::INVALID_PARAMS, "`protocolVersion` is required")
-            })?;
-        tracing::debug!(requested, "downstream session initialized");
-        let offered = params.as_ref().and_then(|p| p.get("capabilities"));
-        let has = |name: &str| {
-            offered
-                .and_then(|c| c.get(name))
-                .is_some_and(Value::is_object)
-        };
-        self.state.lock().client = ClientCapabilities {
-            sampling: has("sampling"),
-            elicitation: has("elicitation"),
-            roots: false,
-        };
+    fn initialize(&self) -> Outcome {
         Ok(json!({
             // The one revision this gateway serves; a client that wants another
             // one sees it here and may disconnect (the MCP negotiation rule).
@@ -599,6 +602,26 @@ async fn watch_events(
             due = Some(tokio::time::Instant::now() + coalesce);
         }
     }
+}
+
+/// Reads `initialize`: the version must be there; what the client offers is kept.
+fn initialize_params(params: Option<&Value>) -> Result<ClientCapabilities, String> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str)
+        .ok_or("`protocolVersion` is required")?;
+    tracing::debug!(requested, "downstream session initialized");
+    let offered = params.and_then(|p| p.get("capabilities"));
+    let has = |name: &str| {
+        offered
+            .and_then(|c| c.get(name))
+            .is_some_and(Value::is_object)
+    };
+    Ok(ClientCapabilities {
+        sampling: has("sampling"),
+        elicitation: has("elicitation"),
+        roots: false,
+    })
 }
 
 /// Forgets a request sent to the client when its wait ends, however it ends.

@@ -255,10 +255,20 @@ async fn on_post(
             format!("request body larger than {limit} bytes"),
         );
     };
-    let mut messages = match Message::parse(&bytes) {
-        Ok(Incoming::Single(m)) => vec![m],
+    let (mut messages, batch) = match Message::parse(&bytes) {
+        Ok(Incoming::Single(m)) => (vec![m], false),
+        // A batch holds no more than a session may have in flight, so its
+        // refusals always fit the answer channel.
+        Ok(Incoming::Batch(items)) if items.len() > endpoint.gateway.options().max_in_flight => {
+            let limit = endpoint.gateway.options().max_in_flight;
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                error_codes::INVALID_REQUEST,
+                format!("a batch may hold at most {limit} messages"),
+            );
+        }
         Ok(Incoming::Batch(items)) => match items.into_iter().collect::<Result<Vec<_>, _>>() {
-            Ok(messages) => messages,
+            Ok(messages) => (messages, true),
             Err(e) => {
                 return (StatusCode::BAD_REQUEST, json_body(parse_error(&e))).into_response();
             }
@@ -281,6 +291,16 @@ async fn on_post(
                 StatusCode::BAD_REQUEST,
                 error_codes::INVALID_REQUEST,
                 "initialize opens a new session: send it without Mcp-Session-Id",
+            );
+        }
+        // A malformed initialize opens no session (it would hold a slot until it expired).
+        let versioned = matches!(&messages[0], Message::Request(r)
+            if r.params.as_ref().and_then(|p| p.get("protocolVersion")).is_some_and(|v| v.is_string()));
+        if !versioned {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                error_codes::INVALID_PARAMS,
+                "initialize needs a string `protocolVersion`",
             );
         }
         let gateway = endpoint.gateway.clone();
@@ -312,7 +332,6 @@ async fn on_post(
         .iter()
         .filter(|m| matches!(m, Message::Request(_)))
         .count();
-    let batch = messages.len() > 1;
     let (tx, rx) = mpsc::channel(endpoint.gateway.options().outbound_queue);
     let sse = accepts_sse(&headers);
     let mut response = match messages.pop() {
@@ -324,7 +343,9 @@ async fn on_post(
         }
         last => {
             for message in messages.into_iter().chain(last) {
-                session.session.receive(message, &tx);
+                if let Some(refusal) = session.session.receive(message, &tx) {
+                    let _ = tx.try_send(refusal);
+                }
             }
             drop(tx);
             if requests == 0 {
