@@ -11,7 +11,7 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
@@ -22,6 +22,7 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use support::proc::{is_alive, live_group_members, stat};
+use support::serve::wait_timeout;
 
 /// A one-shot CLI command, from start to exit.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,24 +36,12 @@ const FAST_RESTARTS: [&str; 2] = ["--restart-initial-backoff-ms", "50"];
 /// A fresh directory without `.mcp.json`, so every command uses the demo server;
 /// its `home/` is `MCPVISOR_HOME`.
 fn empty_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpvisor-serve-attach-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::serve::empty_dir("serve-attach", tag)
 }
 
 fn mcpvisor(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
-    cmd.current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let mut cmd = support::serve::mcpvisor(dir);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
 
@@ -108,20 +97,6 @@ impl Lines {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.text()
-    }
-}
-
-/// Waits for `child` up to `within`; `None` when it is still running then.
-fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for a child") {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

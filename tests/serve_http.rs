@@ -3,100 +3,52 @@
 //! names, missing or wrong tokens, oversize bodies, unknown and expired
 //! sessions, sessions over the cap; it refuses to start exposed without a token.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
+use support::serve::HttpServe;
 
 const SECRET: &str = "tok-7f3a9c-never-printed";
 
 fn empty_dir(tag: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("mcpvisor-serve-http-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::serve::empty_dir("serve-http", tag)
 }
 
-/// A running `serve --http`, its stderr collected; killed on drop.
-struct Serve {
-    child: Child,
-    url: String,
-    stderr: mpsc::Receiver<String>,
-}
+/// `mcpvisor serve <args>` with every log line collected (the token must be in none).
+struct Serve(HttpServe);
 
 impl Serve {
-    fn start(dir: &Path, extra: &[&str]) -> Serve {
-        let mut child = serve_command(dir, extra).spawn().expect("start serve");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut seen = Vec::new();
-        let url = loop {
-            match rx.recv_timeout(Duration::from_secs(20)) {
-                Ok(line) => {
-                    if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
-                        break url.trim().to_string();
-                    }
-                    seen.push(line);
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("serve printed no address; stderr: {seen:#?}");
-                }
-            }
-        };
-        Serve {
-            child,
-            url,
-            stderr: rx,
-        }
+    fn start(dir: &Path, args: &[&str]) -> Serve {
+        Serve(HttpServe::start(dir, args, Some("trace")))
     }
 
-    /// SIGTERM, then every stderr line it printed (it must exit within 10 s).
-    fn stop(mut self) -> Vec<String> {
-        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "serve exited with {status}");
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "serve did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.stderr.try_iter().collect()
+    /// SIGTERM (it must exit 0), then everything it logged.
+    fn stop(mut self) -> String {
+        let status = self.0.terminate();
+        assert!(status.success(), "serve exited with {status}");
+        self.0.output()
     }
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Serve {
+    type Target = HttpServe;
+
+    fn deref(&self) -> &HttpServe {
+        &self.0
     }
 }
 
-fn serve_command(dir: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+fn serve_command(dir: &Path, extra: &[&str]) -> std::process::Command {
+    let mut command = support::serve::mcpvisor(dir);
     command
         .arg("serve")
         .args(extra)
-        .current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
         .env("RUST_LOG", "trace")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     command
@@ -241,7 +193,7 @@ async fn the_bearer_token_is_required_and_never_printed() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let logs = serve.stop().join("\n");
+    let logs = serve.stop();
     assert!(!logs.contains(SECRET), "the token was logged:\n{logs}");
 }
 

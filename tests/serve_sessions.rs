@@ -8,58 +8,22 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use support::proc::is_alive;
+use support::serve::{HttpServe, mcpvisor, wait_timeout};
 
-/// From start to the "serving" line of `mcpvisor serve --http`.
-const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
-/// From SIGTERM to the exit of `serve`.
-const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
 /// One HTTP exchange that is expected to end soon.
 const QUICK: Duration = Duration::from_secs(20);
 
 fn empty_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpvisor-serve-sessions-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn mcpvisor(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
-    cmd.current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .process_group(0);
-    cmd
-}
-
-/// Waits for `child` up to `within`; `None` when it is still running then.
-fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for a child") {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::serve::empty_dir("serve-sessions", tag)
 }
 
 /// Runs a quick command (`enable`) in `dir`, killed if it hangs.
@@ -74,90 +38,6 @@ fn run(dir: &Path, args: &[&str]) -> Output {
         let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
     }
     child.wait_with_output().expect("collect mcpvisor's output")
-}
-
-/// `mcpvisor serve --http 127.0.0.1:0`; stopped (and killed on a hang) when dropped.
-struct HttpServe {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl HttpServe {
-    fn start(dir: &Path, flags: &[&str]) -> HttpServe {
-        let mut child = mcpvisor(dir)
-            .args(flags)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start mcpvisor serve --http");
-        let pipe = child.stderr.take().unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (url_tx, url_rx) = mpsc::channel();
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
-                    let _ = url_tx.send(url.to_string());
-                }
-                let mut sink = sink.lock().unwrap();
-                sink.push_str(&line);
-                sink.push('\n');
-            }
-        });
-        let mut serve = HttpServe {
-            child,
-            url: String::new(),
-            stderr,
-        };
-        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
-            Ok(url) => serve.url = url,
-            Err(_) => panic!(
-                "serve --http printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
-                serve.output()
-            ),
-        }
-        assert!(
-            serve.url.starts_with("http://127.0.0.1:") && serve.url.ends_with("/mcp"),
-            "unexpected serving line: {}",
-            serve.url
-        );
-        serve
-    }
-
-    fn output(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// SIGTERM; the exit status (fails the test after [`EXIT_TIMEOUT`]).
-    fn terminate(&mut self) -> ExitStatus {
-        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("SIGTERM serve");
-        match wait_timeout(&mut self.child, EXIT_TIMEOUT) {
-            Some(status) => status,
-            None => {
-                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
-                let _ = self.child.wait();
-                panic!(
-                    "serve still running {EXIT_TIMEOUT:?} after SIGTERM\nstderr:\n{}",
-                    self.output()
-                );
-            }
-        }
-    }
-}
-
-impl Drop for HttpServe {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-            if wait_timeout(&mut self.child, EXIT_TIMEOUT).is_none() {
-                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
-                let _ = self.child.wait();
-            }
-        }
-    }
 }
 
 /// What one POST got back.
@@ -310,7 +190,7 @@ fn is_error(result: &Value) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_in_one_session_ends_that_call_alone() {
     let dir = empty_dir("cancel");
-    let mut serve = HttpServe::start(&dir, &[]);
+    let mut serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
     let http = reqwest::Client::new();
     let a = Session::open(&http, &serve.url).await;
     let b = Session::open(&http, &serve.url).await;
@@ -397,7 +277,16 @@ async fn a_crashed_upstream_fails_only_its_own_calls() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let mut serve = HttpServe::start(&dir, &["--restart-initial-backoff-ms", "50"]);
+    let mut serve = HttpServe::start(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--restart-initial-backoff-ms",
+            "50",
+        ],
+        None,
+    );
     let http = reqwest::Client::new();
     let session = Session::open(&http, &serve.url).await;
     let pid_of = |server: &'static str, id: u64| {

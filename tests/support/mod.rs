@@ -6,6 +6,7 @@ pub mod auth_server;
 pub mod http_server;
 pub mod peers;
 pub mod proc;
+pub mod serve;
 
 #[allow(unused_imports)]
 pub use proc::{is_alive, live_group_members, rss_kib};

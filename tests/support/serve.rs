@@ -1,0 +1,137 @@
+//! `mcpvisor serve` as a test runs it: in its own empty directory and home,
+//! stopped with SIGTERM (and killed if it hangs), its stderr collected.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// From start to the serving line.
+pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// From SIGTERM to the exit of `serve`.
+pub const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A new empty directory for one test, named by file and test.
+pub fn empty_dir(file: &str, tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-{file}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Waits for `child` up to `within`; `None` when it is still running then.
+pub fn wait_timeout(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `mcpvisor` run in `dir` with its home in `dir/home`, in its own process group.
+pub fn mcpvisor(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+    cmd.current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .process_group(0);
+    cmd
+}
+
+/// A running `mcpvisor serve … --http …`; stopped (and killed on a hang) when dropped.
+pub struct HttpServe {
+    child: Child,
+    /// The endpoint it printed: `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl HttpServe {
+    /// `mcpvisor serve <args>` in `dir` (the args include `--http ADDR`), with
+    /// `RUST_LOG` set to `log` when given; returns once it printed its address.
+    pub fn start(dir: &Path, args: &[&str], log: Option<&str>) -> HttpServe {
+        let mut cmd = mcpvisor(dir);
+        if let Some(log) = log {
+            cmd.env("RUST_LOG", log);
+        }
+        let mut child = cmd
+            .arg("serve")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcpvisor serve --http");
+        let pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (url_tx, url_rx) = mpsc::channel();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
+                    let _ = url_tx.send(url.trim().to_string());
+                }
+                let mut sink = sink.lock().unwrap();
+                sink.push_str(&line);
+                sink.push('\n');
+            }
+        });
+        let mut serve = HttpServe {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        match url_rx.recv_timeout(LISTEN_TIMEOUT) {
+            Ok(url) => serve.url = url,
+            Err(_) => panic!(
+                "serve printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
+                serve.output()
+            ),
+        }
+        serve
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn output(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM; the exit status (fails the test after [`EXIT_TIMEOUT`]).
+    pub fn terminate(&mut self) -> ExitStatus {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).expect("SIGTERM serve");
+        match wait_timeout(&mut self.child, EXIT_TIMEOUT) {
+            Some(status) => status,
+            None => {
+                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+                let _ = self.child.wait();
+                panic!(
+                    "serve still running {EXIT_TIMEOUT:?} after SIGTERM\nstderr:\n{}",
+                    self.output()
+                );
+            }
+        }
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+            if wait_timeout(&mut self.child, EXIT_TIMEOUT).is_none() {
+                let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
