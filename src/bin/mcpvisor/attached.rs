@@ -51,15 +51,7 @@ async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> 
 }
 
 pub(crate) async fn tools(client: &mut Client, json: bool) -> Result<ExitCode, Failure> {
-    let tools = all_tools(client).await?;
-    if json {
-        let all: Vec<Value> = tools.iter().map(output::tool_json).collect();
-        println!("{}", Value::Array(all));
-    } else {
-        for t in &tools {
-            println!("{}", output::tool_line(t));
-        }
-    }
+    output::print_tools(&all_tools(client).await?, json);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,15 +10,7 @@ use mcpvisor::{CallError, CallOptions, Host};
 use serde_json::Value;
 
 pub(crate) fn tools(host: &Host, json: bool) -> ExitCode {
-    let tools = host.tools();
-    if json {
-        let all: Vec<Value> = tools.iter().map(output::tool_json).collect();
-        println!("{}", Value::Array(all));
-    } else {
-        for t in &tools {
-            println!("{}", output::tool_line(t));
-        }
-    }
+    output::print_tools(&host.tools(), json);
     ExitCode::SUCCESS
 }
 

@@ -65,24 +65,18 @@ fn raw_result_text(r: &CallToolResult) -> String {
 }
 
 pub(crate) fn state_text(s: &ServerState) -> String {
-    clean_line(&raw_state_text(s))
+    clean_line(&mcpvisor_serve::wire::state_text(s))
 }
 
-fn raw_state_text(s: &ServerState) -> String {
-    match s {
-        ServerState::Starting { attempt } => format!("starting (attempt {attempt})"),
-        ServerState::Ready => "ready".into(),
-        ServerState::Restarting {
-            attempt,
-            backoff,
-            reason,
-        } => {
-            format!("restarting (attempt {attempt}, in {backoff:?}): {reason}")
+/// The routed tools, one line each or as one JSON array.
+pub(crate) fn print_tools(tools: &[ToolDefinition], json: bool) {
+    if json {
+        let all: Vec<Value> = tools.iter().map(tool_json).collect();
+        println!("{}", Value::Array(all));
+    } else {
+        for t in tools {
+            println!("{}", tool_line(t));
         }
-        ServerState::Failed { reason } => format!("failed: {reason}"),
-        ServerState::LoginRequired { reason } => format!("login required: {reason}"),
-        ServerState::Stopped => "stopped".into(),
-        _ => format!("{s:?}"),
     }
 }
 
