@@ -17,8 +17,10 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+mod events;
 pub mod forward;
 mod gateway;
+mod handshake;
 pub mod http;
 mod in_flight;
 pub mod lines;

@@ -14,17 +14,18 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::Abortable;
-use futures::{Stream, StreamExt};
 use mcpvisor::{CallError, CallOptions, HostEvent, QualifiedMcpToolName};
 use mcpvisor_protocol::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
-use mcpvisor_protocol::messages::{ClientCapabilities, PROTOCOL_VERSION, methods};
+use mcpvisor_protocol::messages::{ClientCapabilities, methods};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
+use crate::handshake;
 use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
 use crate::outcome::{self, Outcome};
 use crate::tools::{self, Naming};
@@ -53,22 +54,6 @@ pub mod extension {
     pub const TIMEOUT_MS: &str = "mcpvisor/timeoutMs";
     /// One supervisor event: `{"text": ..., "event": {...}}`.
     pub const EVENT: &str = "notifications/mcpvisor/event";
-}
-
-/// Log levels in order (RFC 5424 as MCP names them).
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
-fn level_rank(level: &str) -> Option<usize> {
-    LEVELS.iter().position(|l| *l == level)
 }
 
 /// One downstream session.
@@ -114,7 +99,11 @@ impl Session {
             next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
         });
-        let task = tokio::spawn(watch_events(Arc::downgrade(&session), events, coalesce));
+        let task = tokio::spawn(events::watch_events(
+            Arc::downgrade(&session),
+            events,
+            coalesce,
+        ));
         *session.watcher.lock() = Some(task.abort_handle());
         session
     }
@@ -203,7 +192,7 @@ impl Session {
             if state.greeted {
                 return refuse("the session is already initialized".into());
             }
-            match initialize_params(request.params.as_ref()) {
+            match handshake::initialize_params(request.params.as_ref()) {
                 Ok(client) => Some(client),
                 Err(message) => {
                     return Err(error_message(
@@ -360,7 +349,7 @@ impl Session {
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
         match method {
-            methods::INITIALIZE => return self.initialize(),
+            methods::INITIALIZE => return Ok(handshake::initialize_result()),
             methods::PING => return Ok(json!({})),
             _ => {}
         }
@@ -426,18 +415,6 @@ impl Session {
                 format!("method not found: {other}"),
             )),
         }
-    }
-
-    fn initialize(&self) -> Outcome {
-        Ok(json!({
-            // The one revision this gateway serves; a client that wants another
-            // one sees it here and may disconnect (the MCP negotiation rule).
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"tools": {"listChanged": true}, "logging": {}},
-            "serverInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "Tools of supervised MCP servers, named mcp__<server>__<tool>. \
-                A tool result that says a server restarted can be retried.",
-        }))
     }
 
     async fn call(
@@ -533,7 +510,7 @@ impl Session {
     }
 
     /// Reacts to one supervisor event; returns whether the tool set may have changed.
-    fn on_event(&self, event: &HostEvent) -> bool {
+    pub(crate) fn on_event(&self, event: &HostEvent) -> bool {
         let (watching, log_level) = {
             let state = self.state.lock();
             (state.watching, state.log_level)
@@ -555,7 +532,7 @@ impl Session {
         wire::changes_routes(event)
     }
 
-    fn tools_changed(&self) {
+    pub(crate) fn tools_changed(&self) {
         if self.state.lock().initialized {
             let _ = self
                 .notices
@@ -568,60 +545,6 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// Forwards events to a session until it is gone. Route changes become one
-/// `list_changed` at most `coalesce` after the first of them, however many
-/// other events (progress, logs) keep coming.
-async fn watch_events(
-    session: Weak<Session>,
-    events: impl Stream<Item = HostEvent>,
-    coalesce: Duration,
-) {
-    let mut events = std::pin::pin!(events);
-    let mut due: Option<tokio::time::Instant> = None;
-    loop {
-        let event = match due {
-            Some(at) => tokio::select! {
-                event = events.next() => event,
-                () = tokio::time::sleep_until(at) => {
-                    due = None;
-                    match session.upgrade() {
-                        Some(s) => s.tools_changed(),
-                        None => return,
-                    }
-                    continue;
-                }
-            },
-            None => events.next().await,
-        };
-        let (Some(event), Some(session)) = (event, session.upgrade()) else {
-            return;
-        };
-        if session.on_event(&event) && due.is_none() {
-            due = Some(tokio::time::Instant::now() + coalesce);
-        }
-    }
-}
-
-/// Reads `initialize`: the version must be there; what the client offers is kept.
-fn initialize_params(params: Option<&Value>) -> Result<ClientCapabilities, String> {
-    let requested = params
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(Value::as_str)
-        .ok_or("`protocolVersion` is required")?;
-    tracing::debug!(requested, "downstream session initialized");
-    let offered = params.and_then(|p| p.get("capabilities"));
-    let has = |name: &str| {
-        offered
-            .and_then(|c| c.get(name))
-            .is_some_and(Value::is_object)
-    };
-    Ok(ClientCapabilities {
-        sampling: has("sampling"),
-        elicitation: has("elicitation"),
-        roots: false,
-    })
 }
 
 /// Forgets a request sent to the client when its wait ends, however it ends.

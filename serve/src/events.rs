@@ -1,0 +1,61 @@
+//! What a session is told of the supervisor's events: `list_changed`
+//! (coalesced), server logs at the level it asked for, and everything when it
+//! watches.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use mcpvisor::HostEvent;
+
+use crate::session::Session;
+
+/// Log levels in order (RFC 5424 as MCP names them).
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+pub(crate) fn level_rank(level: &str) -> Option<usize> {
+    LEVELS.iter().position(|l| *l == level)
+}
+
+/// Forwards events to a session until it is gone. Route changes become one
+/// `list_changed` at most `coalesce` after the first of them, however many
+/// other events (progress, logs) keep coming.
+pub(crate) async fn watch_events(
+    session: Weak<Session>,
+    events: impl Stream<Item = HostEvent>,
+    coalesce: Duration,
+) {
+    let mut events = std::pin::pin!(events);
+    let mut due: Option<tokio::time::Instant> = None;
+    loop {
+        let event = match due {
+            Some(at) => tokio::select! {
+                event = events.next() => event,
+                () = tokio::time::sleep_until(at) => {
+                    due = None;
+                    match session.upgrade() {
+                        Some(s) => s.tools_changed(),
+                        None => return,
+                    }
+                    continue;
+                }
+            },
+            None => events.next().await,
+        };
+        let (Some(event), Some(session)) = (event, session.upgrade()) else {
+            return;
+        };
+        if session.on_event(&event) && due.is_none() {
+            due = Some(tokio::time::Instant::now() + coalesce);
+        }
+    }
+}
