@@ -15,6 +15,7 @@
 
 pub mod answer_probe;
 pub mod calls;
+pub mod client_offers;
 pub mod elicitation;
 pub mod frame;
 pub mod jsonrpc;
