@@ -24,22 +24,6 @@ use serde_json::Value;
 use support::peers_dir;
 use support::serve::{HttpServe, wait_timeout};
 
-/// The demo server's tools under their qualified names.
-const DEMO_TOOLS: [&str; 12] = [
-    "mcp__demo__echo",
-    "mcp__demo__add",
-    "mcp__demo__sleep",
-    "mcp__demo__cancelled",
-    "mcp__demo__fail",
-    "mcp__demo__crash",
-    "mcp__demo__flood",
-    "mcp__demo__progress",
-    "mcp__demo__pid",
-    "mcp__demo__grandchild_pid",
-    "mcp__demo__log",
-    "mcp__demo__add_tool",
-];
-
 /// A whole client run; the clients bound themselves at 120 s.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
 /// The flags every `mcpvisor serve` of these tests gets after its mode.
@@ -228,9 +212,9 @@ fn check(sdk: Sdk, out: &Value, logs: &str) {
         "negotiated version\n{context}"
     );
     let tools = names(&out["tools"]);
-    for tool in DEMO_TOOLS {
+    for tool in mcpvisor_demo::BUILT_IN_TOOLS.map(|t| format!("mcp__demo__{t}")) {
         assert!(
-            tools.iter().any(|t| t == tool),
+            tools.iter().any(|t| *t == tool),
             "{tool} not listed\n{context}"
         );
     }

@@ -26,21 +26,6 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
 
-/// The demo server's tools under their qualified names.
-const DEMO_TOOLS: [&str; 12] = [
-    "mcp__demo__echo",
-    "mcp__demo__add",
-    "mcp__demo__sleep",
-    "mcp__demo__cancelled",
-    "mcp__demo__fail",
-    "mcp__demo__crash",
-    "mcp__demo__flood",
-    "mcp__demo__progress",
-    "mcp__demo__pid",
-    "mcp__demo__grandchild_pid",
-    "mcp__demo__log",
-    "mcp__demo__add_tool",
-];
 const ECHO: &str = "mcp__demo__echo";
 /// Any one request, and the connection.
 const STEP_TIMEOUT: Duration = Duration::from_secs(15);
@@ -231,8 +216,8 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
         )
         .await;
     }
-    for tool in DEMO_TOOLS {
-        assert!(tools.iter().any(|t| t == tool), "{tool} not in {tools:?}");
+    for tool in mcpvisor_demo::BUILT_IN_TOOLS.map(|t| format!("mcp__demo__{t}")) {
+        assert!(tools.iter().any(|t| *t == tool), "{tool} not in {tools:?}");
     }
 
     let echo = call(client, ECHO, json!({ "text": "hello from rmcp" }), logs).await;
