@@ -217,7 +217,7 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
         .await;
     }
     for tool in mcpvisor_demo::BUILT_IN_TOOLS.map(|t| format!("mcp__demo__{t}")) {
-        assert!(tools.iter().any(|t| *t == tool), "{tool} not in {tools:?}");
+        assert!(tools.contains(&tool), "{tool} not in {tools:?}");
     }
 
     let echo = call(client, ECHO, json!({ "text": "hello from rmcp" }), logs).await;
