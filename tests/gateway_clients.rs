@@ -213,10 +213,7 @@ fn check(sdk: Sdk, out: &Value, logs: &str) {
     );
     let tools = names(&out["tools"]);
     for tool in mcpvisor_demo::BUILT_IN_TOOLS.map(|t| format!("mcp__demo__{t}")) {
-        assert!(
-            tools.iter().any(|t| *t == tool),
-            "{tool} not listed\n{context}"
-        );
+        assert!(tools.contains(&tool), "{tool} not listed\n{context}");
     }
 
     assert_eq!(
