@@ -16,12 +16,17 @@
 pub mod answer_probe;
 pub mod calls;
 pub mod client_offers;
+pub mod completion;
 pub mod elicitation;
 pub mod frame;
 pub mod jsonrpc;
 pub mod listing;
+pub mod logging;
 pub mod messages;
 pub mod names;
+pub mod pages;
+pub mod prompts;
+pub mod resources;
 pub mod secret;
 pub mod session;
 pub mod sse;

@@ -37,6 +37,30 @@ pub mod methods {
     pub const ROOTS_LIST: &str = "roots/list";
     /// Client → server: the roots changed.
     pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// List a server's resources.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// List a server's resource templates.
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Read one resource.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Ask to be told when a resource changes.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Stop being told.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// A subscribed resource changed.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// The server's resources (or templates) changed.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// List a server's prompts.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Get one prompt, filled in with arguments.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// The server's prompts changed.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// Suggestions for a prompt's or a resource template's argument.
+    pub const COMPLETE: &str = "completion/complete";
+    /// Set the level of the log messages a server sends.
+    pub const SET_LOG_LEVEL: &str = "logging/setLevel";
 }
 
 /// Name and version of a client or server.
@@ -198,40 +222,18 @@ pub struct ResultError {
 impl ToolsPage {
     /// Reads a `tools/list` result; entries that are not tools are set aside, not fatal.
     pub fn parse(value: Value) -> Result<ToolsPage, ResultError> {
-        let err = |detail: &str| ResultError {
-            what: "tools/list",
-            detail: detail.to_string(),
-        };
-        let Value::Object(mut map) = value else {
-            return Err(err("not an object"));
-        };
-        let Some(Value::Array(items)) = map.remove("tools") else {
-            return Err(err("`tools` missing or not an array"));
-        };
-        let next_cursor = match map.remove("nextCursor") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
-            Some(_) => return Err(err("`nextCursor` is not a string")),
-        };
-        let mut tools = Vec::with_capacity(items.len());
-        let mut rejected = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
-            match serde_json::from_value::<Tool>(item) {
-                Ok(t) => tools.push(t),
-                Err(e) => rejected.push(format!("tools[{i}]: {e}")),
-            }
-        }
+        let page = crate::pages::Page::<Tool>::parse(value, methods::TOOLS_LIST, "tools")?;
         Ok(ToolsPage {
-            tools,
-            rejected,
-            next_cursor,
+            tools: page.items,
+            rejected: page.rejected,
+            next_cursor: page.next_cursor,
         })
     }
 }
 
 /// Parameters of `tools/list`.
 pub fn list_tools_params(cursor: Option<&str>) -> Option<Value> {
-    cursor.map(|c| serde_json::json!({ "cursor": c }))
+    crate::pages::list_params(cursor)
 }
 
 /// Parameters of `tools/call`; `progress_token` asks the server for progress notifications.

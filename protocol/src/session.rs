@@ -114,6 +114,12 @@ pub enum SessionEvent<T> {
     },
     /// `notifications/tools/list_changed`.
     ToolsChanged,
+    /// `notifications/resources/list_changed` (resources or templates).
+    ResourcesChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+    /// `notifications/resources/updated`: a subscribed resource changed.
+    ResourceUpdated(crate::resources::ResourceUpdated),
     /// `notifications/progress`.
     Progress(ProgressParams),
     /// `notifications/message`.
@@ -340,6 +346,12 @@ fn on_notification<T>(n: Notification) -> Handled<T> {
     }
     let event = match n.method.as_str() {
         methods::TOOLS_LIST_CHANGED => SessionEvent::ToolsChanged,
+        methods::RESOURCES_LIST_CHANGED => SessionEvent::ResourcesChanged,
+        methods::PROMPTS_LIST_CHANGED => SessionEvent::PromptsChanged,
+        methods::RESOURCES_UPDATED => match parse(&n) {
+            Some(p) => SessionEvent::ResourceUpdated(p),
+            None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
+        },
         methods::PROGRESS => match parse(&n) {
             Some(p) => SessionEvent::Progress(p),
             None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
