@@ -26,6 +26,8 @@ pub(crate) struct HostContext {
     pub(crate) http_client: OnceLock<reqwest::Client>,
     /// The host's current roots (`None`: not offered), shared with the `Host`.
     pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
+    /// Subscriptions and log levels to renew on every new connection.
+    pub(crate) standing: Arc<crate::standing::Standing>,
 }
 
 impl HostContext {

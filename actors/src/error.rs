@@ -85,9 +85,31 @@ pub enum CallError {
     /// The supervisor has shut down.
     #[error("mcpvisor has shut down")]
     Shutdown,
-    /// No server has this name (from [`crate::Host::restart`]).
+    /// No server has this name.
     #[error("no server is named `{0}`")]
     UnknownServer(String),
+    /// No prompt is routed under this name.
+    #[error("no prompt is routed as `{0}`")]
+    UnknownPrompt(String),
+    /// The server did not declare this feature in `initialize`.
+    #[error("server `{server}` does not offer {feature}")]
+    NotOffered {
+        /// Which server.
+        server: Arc<str>,
+        /// The feature (`resources`, `resource subscriptions`, `prompts`, `completions`, `logging`).
+        feature: &'static str,
+    },
+    /// A listing went past the host's bounds.
+    #[error("server `{server}`: {error}")]
+    Listing {
+        /// Which server.
+        server: Arc<str>,
+        /// Which bound.
+        error: ListingError,
+    },
+    /// The request is not one the host can send (a missing prompt argument, an unknown log level).
+    #[error("{0}")]
+    InvalidRequest(String),
 }
 
 /// Why a server went down, as events and statuses carry it: shared, typed,

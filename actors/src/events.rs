@@ -103,6 +103,24 @@ pub enum HostEvent {
         /// Which server.
         server: Arc<str>,
     },
+    /// The server's resources or resource templates changed (the next
+    /// [`crate::Host::resources`] lists them again).
+    ResourcesChanged {
+        /// Which server.
+        server: Arc<str>,
+    },
+    /// A resource the host subscribed to changed.
+    ResourceUpdated {
+        /// Which server.
+        server: Arc<str>,
+        /// The resource's URI.
+        uri: Arc<str>,
+    },
+    /// The server's prompts changed (the next [`crate::Host::prompts`] lists them again).
+    PromptsChanged {
+        /// Which server.
+        server: Arc<str>,
+    },
     /// This subscriber fell behind and missed `count` events.
     EventsLost {
         /// How many.
@@ -169,6 +187,11 @@ impl fmt::Display for HostEvent {
             HostEvent::LoginRequired { server, reason } => {
                 format!("{server}: login required: {reason}")
             }
+            HostEvent::ResourcesChanged { server } => format!("{server}: resources changed"),
+            HostEvent::ResourceUpdated { server, uri } => {
+                format!("{server}: resource updated: {uri}")
+            }
+            HostEvent::PromptsChanged { server } => format!("{server}: prompts changed"),
             HostEvent::EventsLost { count } => format!("({count} events missed)"),
             HostEvent::RegistryRestarted { reason } => {
                 format!("route registry restarted ({reason}); servers report again")

@@ -13,12 +13,19 @@ use ractor::{Actor, ActorRef};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
+mod offered;
+
+pub use offered::{
+    Catalog, CompletionTarget, RoutedPrompt, ServerResource, ServerTemplate, Skipped,
+};
+
 use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{Answer, CallLane};
 use crate::messages::SupervisorMsg;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::routes::{RouteSnapshot, RouteTable};
+use crate::standing::Standing;
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
 use crate::supervisor::{ReloadReport, SupervisorActor, SupervisorArgs};
 
@@ -41,6 +48,7 @@ pub struct Host(Arc<HostInner>);
 struct HostInner {
     supervisor: ActorRef<SupervisorMsg>,
     roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
+    standing: Arc<Standing>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
     bus: EventBus,
@@ -68,8 +76,10 @@ impl Host {
         let roots = Arc::new(parking_lot::RwLock::new(
             options.roots.clone().map(Arc::from),
         ));
+        let standing = Arc::new(Standing::new(options.log_level));
         let args = SupervisorArgs {
             roots: roots.clone(),
+            standing: standing.clone(),
             specs,
             options,
             bus: bus.clone(),
@@ -82,6 +92,7 @@ impl Host {
         Ok(Host(Arc::new(HostInner {
             supervisor,
             roots,
+            standing,
             routes,
             status,
             bus,

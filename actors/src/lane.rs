@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpvisor_protocol::calls::{Answered, CallTable, StartRefused};
-use mcpvisor_protocol::jsonrpc::{ErrorResponse, Response};
+use mcpvisor_protocol::jsonrpc::{ErrorResponse, Request, Response};
 use mcpvisor_protocol::messages::call_tool_line;
 use mcpvisor_protocol::{CallToolResult, Message, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
@@ -35,9 +35,30 @@ use crate::error::CallError;
 use crate::messages::{ServerMsg, TransportMsg};
 use crate::options::ProgressCallback;
 
-type Reply = oneshot::Sender<Result<CallToolResult, CallError>>;
 /// The answer to one call, as the caller waits for it.
 pub(crate) type Answer = oneshot::Receiver<Result<CallToolResult, CallError>>;
+/// The answer to one request of another kind (a listing, a read, a prompt), as sent.
+pub(crate) type RawAnswer = oneshot::Receiver<Result<Value, CallError>>;
+
+/// Where an answer goes: a tool call's is read as a `CallToolResult`; any other
+/// request's result is handed over as sent, for its caller to read.
+enum Reply {
+    Call(oneshot::Sender<Result<CallToolResult, CallError>>),
+    Raw(oneshot::Sender<Result<Value, CallError>>),
+}
+
+impl Reply {
+    fn fail(self, error: CallError) {
+        match self {
+            Reply::Call(tx) => {
+                let _ = tx.send(Err(error));
+            }
+            Reply::Raw(tx) => {
+                let _ = tx.send(Err(error));
+            }
+        }
+    }
+}
 
 /// Where a lane's lines go.
 pub(crate) enum LaneWriter {
@@ -129,14 +150,44 @@ impl CallLane {
         // The progress token is the request id: unique on this connection.
         let line = call_tool_line(id, tool, arguments, progress.is_some().then_some(id));
         let (reply, answer) = oneshot::channel();
+        let slot = Slot {
+            reply: Reply::Call(reply),
+            progress,
+            after: timeout,
+        };
+        self.begin(id, line, slot)?;
+        Ok((id, answer))
+    }
+
+    /// Sends a request of another kind (`resources/read`, `prompts/list`…) on
+    /// the calls' path, with their deadline rule: one that times out ends the
+    /// connection. Returns the request id and the result to wait on, as sent.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(i64, RawAnswer), CallError> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let request = Request::new(RequestId::Number(id), method, params);
+        let mut line = Message::Request(request).to_vec();
+        line.push(b'\n');
+        let (reply, answer) = oneshot::channel();
+        let slot = Slot {
+            reply: Reply::Raw(reply),
+            progress: None,
+            after: timeout,
+        };
+        self.begin(id, line, slot)?;
+        Ok((id, answer))
+    }
+
+    /// Records request `id` due after `slot.after`, then writes its line.
+    fn begin(&self, id: i64, line: Vec<u8>, slot: Slot) -> Result<(), CallError> {
+        let timeout = slot.after;
         let deadline = Instant::now() + timeout;
         {
             let mut calls = self.calls.lock();
-            let slot = Slot {
-                reply,
-                progress,
-                after: timeout,
-            };
             calls.start(id, deadline, slot).map_err(|e| match e {
                 StartRefused::Overloaded(limit) => CallError::Overloaded {
                     server: self.server.clone(),
@@ -171,7 +222,7 @@ impl CallLane {
                 _ => self.unavailable(),
             });
         }
-        Ok((id, answer))
+        Ok(())
     }
 
     /// Stops waiting for call `id`, tells the server, and answers the caller
@@ -192,7 +243,7 @@ impl CallLane {
             id: None,
             initialize: false,
         });
-        let _ = slot.reply.send(Err(CallError::Cancelled));
+        slot.reply.fail(CallError::Cancelled);
     }
 
     /// Ends the calls whose deadline has passed: each caller gets
@@ -202,10 +253,10 @@ impl CallLane {
     fn expire_due(&self) {
         let due = self.calls.lock().expire(Instant::now());
         for (id, slot) in due {
-            let _ = slot.reply.send(Err(CallError::Timeout {
+            slot.reply.fail(CallError::Timeout {
                 server: self.server.clone(),
                 after: slot.after,
-            }));
+            });
             let told = self.actor.cast(ServerMsg::CallTimedOut {
                 id,
                 after: slot.after,
@@ -246,16 +297,21 @@ impl CallLane {
             Answered::Unknown => return Some(msg),
         };
         let server = self.server.clone();
-        let result = match msg {
-            Message::Response(r) => CallToolResult::parse(r.result)
-                .map_err(|source| CallError::InvalidResult { server, source }),
-            Message::Error(e) => Err(CallError::Rpc {
+        match (slot.reply, msg) {
+            (Reply::Call(tx), Message::Response(r)) => {
+                let result = CallToolResult::parse(r.result)
+                    .map_err(|source| CallError::InvalidResult { server, source });
+                let _ = tx.send(result);
+            }
+            (Reply::Raw(tx), Message::Response(r)) => {
+                let _ = tx.send(Ok(r.result));
+            }
+            (reply, Message::Error(e)) => reply.fail(CallError::Rpc {
                 server,
                 error: e.error,
             }),
-            _ => return None,
-        };
-        let _ = slot.reply.send(result);
+            _ => {}
+        }
         None
     }
 
@@ -281,7 +337,7 @@ impl CallLane {
             Answered::Late => return true,
             Answered::Unknown => return false,
         };
-        let _ = slot.reply.send(Err(error));
+        slot.reply.fail(error);
         true
     }
 
@@ -304,7 +360,7 @@ impl CallLane {
             task.abort();
         }
         for (_, slot) in slots {
-            let _ = slot.reply.send(Err(error.clone()));
+            slot.reply.fail(error.clone());
         }
     }
 

@@ -14,6 +14,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 mod context;
 pub mod error;
 pub mod events;
@@ -26,6 +27,7 @@ mod registry;
 pub mod restart;
 pub mod routes;
 mod server;
+mod standing;
 pub mod status;
 mod supervisor;
 #[cfg(test)]
@@ -34,7 +36,10 @@ mod transport;
 
 pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;
-pub use host::{CallCanceller, Host, PendingCall};
+pub use host::{
+    CallCanceller, Catalog, CompletionTarget, Host, PendingCall, RoutedPrompt, ServerResource,
+    ServerTemplate, Skipped,
+};
 pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
 pub use restart::RestartPolicy;

@@ -109,6 +109,10 @@ pub struct SupervisorOptions {
     /// answers `roots/list`; [`crate::Host::set_roots`] changes them later and
     /// tells every server. `None` declares nothing.
     pub roots: Option<Vec<mcpvisor_protocol::messages::Root>>,
+    /// The log level asked of every server that offers logging (`logging/setLevel`
+    /// once it is ready; [`crate::Host::set_log_level`] changes it per server).
+    /// `None`: servers send what they send by default.
+    pub log_level: Option<mcpvisor_protocol::logging::LogLevel>,
 }
 
 impl Default for SupervisorOptions {
@@ -129,6 +133,7 @@ impl Default for SupervisorOptions {
             host_request_timeout: Duration::from_secs(600),
             max_host_requests: 8,
             roots: None,
+            log_level: None,
         }
     }
 }

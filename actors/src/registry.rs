@@ -8,15 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcpvisor_protocol::messages::Tool;
 use mcpvisor_protocol::tool_schema::SchemaNote;
 use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use crate::catalog::ServerLink;
 use crate::events::{EventBus, HostEvent};
-use crate::lane::CallLane;
 use crate::messages::SupervisorMsg;
 use crate::routes::{Route, RouteSnapshot, RouteTable};
 use crate::status::ServerId;
@@ -25,8 +24,8 @@ use crate::status::ServerId;
 pub(crate) struct ToolsReport {
     pub(crate) id: ServerId,
     pub(crate) name: Arc<str>,
-    pub(crate) lane: Arc<CallLane>,
-    pub(crate) request_timeout: Duration,
+    /// The connection: its lane, timeout and what else it offers.
+    pub(crate) link: Arc<ServerLink>,
     pub(crate) tools: Vec<Tool>,
     /// Entries of the list that were not tools at all.
     pub(crate) rejected: Vec<String>,
@@ -59,6 +58,8 @@ type Claim<'a> = (ServerId, &'a ServerRoutes, &'a Arc<Route>);
 /// One server's routes, built once per report; every rebuild shares them.
 struct ServerRoutes {
     name: Arc<str>,
+    /// The connection (absent for routes resumed from an older table's tools alone).
+    link: Option<Arc<ServerLink>>,
     /// Which report these routes came from (a later report replaces them).
     report: u64,
     /// Each route under its qualified name.
@@ -144,11 +145,23 @@ impl Actor for RegistryActor {
 /// servers' new reports bring them back).
 fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
     let mut servers: BTreeMap<ServerId, ServerRoutes> = BTreeMap::new();
+    for link in table.servers() {
+        servers.insert(
+            link.id,
+            ServerRoutes {
+                name: link.name.clone(),
+                link: Some(link.clone()),
+                report: 0,
+                routes: Vec::new(),
+            },
+        );
+    }
     for route in table.iter() {
         servers
             .entry(route.server_id)
             .or_insert_with(|| ServerRoutes {
                 name: route.server.clone(),
+                link: None,
                 report: 0,
                 routes: Vec::new(),
             })
@@ -196,8 +209,8 @@ impl RegistryState {
                     definition,
                     server_id: report.id,
                     server: report.name.clone(),
-                    lane: report.lane.clone(),
-                    request_timeout: report.request_timeout,
+                    lane: report.link.lane.clone(),
+                    request_timeout: report.link.request_timeout,
                 });
                 (key, route)
             })
@@ -207,6 +220,7 @@ impl RegistryState {
             report.id,
             ServerRoutes {
                 name: report.name.clone(),
+                link: Some(report.link.clone()),
                 report: self.reports,
                 routes,
             },
@@ -260,6 +274,24 @@ impl RegistryState {
         }
     }
 
+    /// Every server's link by name; a name two connections share (one going,
+    /// one coming) is left out until one of them is gone.
+    fn links(&self) -> HashMap<Arc<str>, Arc<ServerLink>> {
+        let mut links: HashMap<Arc<str>, Option<Arc<ServerLink>>> = HashMap::new();
+        for server in self.servers.values() {
+            if let Some(link) = &server.link {
+                links
+                    .entry(server.name.clone())
+                    .and_modify(|shared| *shared = None)
+                    .or_insert_with(|| Some(link.clone()));
+            }
+        }
+        links
+            .into_iter()
+            .filter_map(|(name, link)| link.map(|l| (name, l)))
+            .collect()
+    }
+
     /// Recomputes every route, stores the snapshot, reports new conflicts, and
     /// returns the names advertised per server.
     fn rebuild(&mut self) -> HashMap<ServerId, Vec<QualifiedMcpToolName>> {
@@ -297,7 +329,9 @@ impl RegistryState {
         for names in advertised.values_mut() {
             names.sort();
         }
-        self.args.routes.store(RouteTable::new(routes));
+        self.args
+            .routes
+            .store(RouteTable::new(routes, self.links()));
         advertised
     }
 }

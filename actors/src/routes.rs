@@ -10,6 +10,7 @@ use std::time::Duration;
 use mcpvisor_protocol::ToolDefinition;
 use parking_lot::RwLock;
 
+use crate::catalog::ServerLink;
 use crate::lane::CallLane;
 use crate::status::ServerId;
 
@@ -26,15 +27,30 @@ pub struct Route {
     pub(crate) request_timeout: Duration,
 }
 
-/// An immutable set of routes.
+/// An immutable set of routes, and the ready servers they lead to.
 #[derive(Debug, Default)]
 pub struct RouteTable {
     routes: HashMap<Arc<str>, Arc<Route>>,
+    /// Every ready server by name, with or without tools (resources, prompts).
+    servers: HashMap<Arc<str>, Arc<ServerLink>>,
 }
 
 impl RouteTable {
-    pub(crate) fn new(routes: HashMap<Arc<str>, Arc<Route>>) -> Self {
-        RouteTable { routes }
+    pub(crate) fn new(
+        routes: HashMap<Arc<str>, Arc<Route>>,
+        servers: HashMap<Arc<str>, Arc<ServerLink>>,
+    ) -> Self {
+        RouteTable { routes, servers }
+    }
+
+    /// The ready server named `name`.
+    pub(crate) fn server(&self, name: &str) -> Option<&Arc<ServerLink>> {
+        self.servers.get(name)
+    }
+
+    /// Every ready server, in no particular order.
+    pub(crate) fn servers(&self) -> impl Iterator<Item = &Arc<ServerLink>> {
+        self.servers.values()
     }
 
     /// The route for a qualified name.

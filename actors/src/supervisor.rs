@@ -28,6 +28,7 @@ use crate::status::{ServerId, ServerState, StatusBoard};
 
 pub(crate) struct SupervisorArgs {
     pub(crate) roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
+    pub(crate) standing: Arc<crate::standing::Standing>,
     pub(crate) specs: Vec<(ServerId, ServerSpec)>,
     pub(crate) options: SupervisorOptions,
     pub(crate) bus: EventBus,
@@ -101,6 +102,7 @@ impl Actor for SupervisorActor {
             shutting_down: Default::default(),
             http_client: Default::default(),
             roots: args.roots,
+            standing: args.standing,
         });
         // The supervisor is the status board's one writer; every server has an
         // entry from the moment the host exists.

@@ -38,9 +38,16 @@ pub use mcpvisor_actors::host_requests::{
     ClientHandler, HostAnswer, HostRequest, SharedClientHandler,
 };
 pub use mcpvisor_actors::{
-    CallCanceller, CallError, CallOptions, ConnectionError, DownReason, Host, HostEvent,
-    PendingCall, ProgressCallback, ReloadReport, RestartPolicy, ServerId, ServerSpec, ServerState,
-    ServerStatus, StartError, SupervisorOptions, TransportSpec,
+    CallCanceller, CallError, CallOptions, Catalog, CompletionTarget, ConnectionError, DownReason,
+    Host, HostEvent, PendingCall, ProgressCallback, ReloadReport, RestartPolicy, RoutedPrompt,
+    ServerId, ServerResource, ServerSpec, ServerState, ServerStatus, ServerTemplate, Skipped,
+    StartError, SupervisorOptions, TransportSpec,
+};
+pub use mcpvisor_protocol::completion::Completion;
+pub use mcpvisor_protocol::logging::LogLevel;
+pub use mcpvisor_protocol::prompts::{GetPromptResult, Prompt};
+pub use mcpvisor_protocol::resources::{
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
 pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};

@@ -113,6 +113,15 @@ pub fn event_json(e: &HostEvent) -> Value {
         HostEvent::LoginRequired { server, reason } => {
             json!({"event": "login_required", "server": &**server, "reason": reason.to_string()})
         }
+        HostEvent::ResourcesChanged { server } => {
+            json!({"event": "resources_changed", "server": &**server})
+        }
+        HostEvent::ResourceUpdated { server, uri } => {
+            json!({"event": "resource_updated", "server": &**server, "uri": &**uri})
+        }
+        HostEvent::PromptsChanged { server } => {
+            json!({"event": "prompts_changed", "server": &**server})
+        }
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
         HostEvent::RegistryRestarted { reason } => {
             json!({"event": "registry_restarted", "reason": reason})
@@ -131,5 +140,8 @@ pub(crate) fn changes_routes(e: &HostEvent) -> bool {
             | HostEvent::ServerLog { .. }
             | HostEvent::RouteRejected { .. }
             | HostEvent::SessionRenewed { .. }
+            | HostEvent::ResourcesChanged { .. }
+            | HostEvent::ResourceUpdated { .. }
+            | HostEvent::PromptsChanged { .. }
     )
 }

@@ -11,6 +11,7 @@ use mcpvisor_protocol::messages::Tool;
 use serde_json::json;
 
 use super::{RegistryArgs, RegistryState, ToolsReport, published_servers};
+use crate::catalog::{Offers, ServerLink};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{CallLane, LaneWriter};
 use crate::routes::RouteSnapshot;
@@ -44,11 +45,19 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
         Arc::new(AtomicI64::new(0)),
         8,
     ));
-    ToolsReport {
+    let link = Arc::new(ServerLink {
         id: ServerId(id),
         name: Arc::from(name),
         lane,
         request_timeout: Duration::from_secs(60),
+        offers: Offers::default(),
+        lists: Default::default(),
+        limits: Default::default(),
+    });
+    ToolsReport {
+        id: ServerId(id),
+        name: Arc::from(name),
+        link,
         tools: tools
             .iter()
             .map(|t| Tool {

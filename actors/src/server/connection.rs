@@ -20,6 +20,7 @@ type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
 use super::ServerArgs;
 use super::malformed::MalformedCount;
+use crate::catalog::{Lists, Offers, ServerLink};
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError, FailureCell};
 use crate::events::HostEvent;
@@ -32,7 +33,14 @@ use crate::status::{ServerId, ServerState};
 
 /// What the session's own requests are for (calls go through the lane).
 pub(crate) enum Pending {
-    ListTools { generation: u64 },
+    ListTools {
+        generation: u64,
+    },
+    /// Asking a new connection again what the host asked of the last one
+    /// (a subscription, a log level): its answer only matters if it fails.
+    Renewal {
+        what: &'static str,
+    },
 }
 
 struct Listing {
@@ -65,6 +73,10 @@ pub(crate) struct Connection {
     failure: FailureCell,
     /// Server requests the host is answering now.
     host_requests: usize,
+    /// What the server declared besides tools, once initialized.
+    offers: Offers,
+    /// Its resource and prompt lists, kept for hosts between requests.
+    lists: Arc<Lists>,
 }
 
 impl Connection {
@@ -108,6 +120,8 @@ impl Connection {
             startup_timer: None,
             malformed: MalformedCount::default(),
             host_requests: 0,
+            offers: Offers::default(),
+            lists: Arc::default(),
         }
     }
 
@@ -261,6 +275,9 @@ impl Connection {
                 };
                 self.on_tools_page(myself, generation, Err(error));
             }
+            Some(Pending::Renewal { what }) => {
+                tracing::warn!(server = %self.name, "renewing {what} failed: {error}");
+            }
             None => {
                 self.lane.fail(&id, error);
             }
@@ -390,6 +407,7 @@ impl Connection {
         }
         match handled.event {
             SessionEvent::Ready(init) => {
+                self.offers = Offers::from_capabilities(&init.capabilities);
                 tracing::debug!(server = %self.name, peer = %init.server_info.name, version = %init.server_info.version, "initialized");
                 if let Some(sup) = myself.try_get_supervisor() {
                     let _ = sup.send_message(SupervisorMsg::Initialized {
@@ -419,6 +437,27 @@ impl Connection {
                     self.relist = true;
                 } else {
                     self.start_listing(myself, false);
+                }
+            }
+            SessionEvent::ResourcesChanged => {
+                self.lists.resources_changed();
+                self.ctx.bus.emit(HostEvent::ResourcesChanged {
+                    server: self.name.clone(),
+                });
+            }
+            SessionEvent::PromptsChanged => {
+                self.lists.prompts_changed();
+                self.ctx.bus.emit(HostEvent::PromptsChanged {
+                    server: self.name.clone(),
+                });
+            }
+            SessionEvent::ResourceUpdated(updated) => {
+                // Only what the host subscribed to: a server cannot fill the bus with URIs.
+                if self.ctx.standing.is_subscribed(&self.name, &updated.uri) {
+                    self.ctx.bus.emit(HostEvent::ResourceUpdated {
+                        server: self.name.clone(),
+                        uri: Arc::from(updated.uri),
+                    });
                 }
             }
             SessionEvent::Progress(p) => {
@@ -455,6 +494,11 @@ impl Connection {
     ) {
         match pending {
             Pending::ListTools { generation } => self.on_tools_page(myself, generation, outcome),
+            Pending::Renewal { what } => {
+                if let Err(error) = outcome {
+                    tracing::warn!(server = %self.name, code = error.code, "renewing {what} failed: {}", error.message);
+                }
+            }
         }
     }
 
@@ -583,11 +627,19 @@ impl Connection {
             // Open before the routes exist, so the first call routed here is taken.
             self.lane.open();
         }
-        let report = ToolsReport {
+        let link = Arc::new(ServerLink {
             id: self.id,
             name: self.name.clone(),
             lane: self.lane.clone(),
             request_timeout: self.request_timeout(),
+            offers: self.offers,
+            lists: self.lists.clone(),
+            limits: self.ctx.options.listing,
+        });
+        let report = ToolsReport {
+            id: self.id,
+            name: self.name.clone(),
+            link,
             tools: listing.tools,
             rejected: listing.rejected,
             initial: listing.initial,
@@ -595,12 +647,37 @@ impl Connection {
         };
         self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
         if listing.initial {
+            self.renew();
             self.ready = true;
             if let Some(timer) = self.startup_timer.take() {
                 timer.abort();
             }
             if let Some(sup) = myself.try_get_supervisor() {
                 let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
+            }
+        }
+    }
+
+    /// Asks a new connection what the host asked of the server before.
+    fn renew(&mut self) {
+        let mut asks: Vec<(&'static str, Value, &'static str)> = Vec::new();
+        if self.offers.logging {
+            if let Some(level) = self.ctx.standing.level(&self.name) {
+                asks.push((methods::SET_LOG_LEVEL, level.params(), "the log level"));
+            }
+        }
+        if self.offers.subscribe {
+            for uri in self.ctx.standing.subscriptions(&self.name) {
+                let params = mcpvisor_protocol::resources::uri_params(&uri);
+                asks.push((methods::RESOURCES_SUBSCRIBE, params, "a subscription"));
+            }
+        }
+        for (method, params, what) in asks {
+            if let Ok((_, msg)) =
+                self.session
+                    .request(method, Some(params), Pending::Renewal { what })
+            {
+                self.send(&msg);
             }
         }
     }

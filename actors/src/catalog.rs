@@ -1,0 +1,271 @@
+//! What a server offers besides tools — resources, resource templates, prompts —
+//! and the link through which a host reaches it.
+//!
+//! Lists are fetched when a host first asks, on the connection's call lane
+//! (with the calls' deadline rule and the tools' bounds on pages, entries and
+//! bytes), and kept until the server says they changed or the connection ends:
+//! a host that never asks for resources pays nothing for them. One listing per
+//! kind runs at a time; hosts asking meanwhile wait for it and share its answer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcpvisor_protocol::listing::{ListingBounds, ListingLimits, json_size};
+use mcpvisor_protocol::messages::{ServerCapabilities, methods};
+use mcpvisor_protocol::pages::{Page, list_params};
+use mcpvisor_protocol::prompts::Prompt;
+use mcpvisor_protocol::resources::{Resource, ResourceTemplate};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::CallError;
+use crate::lane::CallLane;
+use crate::status::ServerId;
+
+/// Which of the optional features a server declared in `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// `resources`: list, templates, read.
+    pub resources: bool,
+    /// `resources.subscribe`.
+    pub subscribe: bool,
+    /// `prompts`.
+    pub prompts: bool,
+    /// `completions`.
+    pub completions: bool,
+    /// `logging`: `logging/setLevel`.
+    pub logging: bool,
+}
+
+impl Offers {
+    /// Reads the features from a server's capabilities.
+    pub fn from_capabilities(caps: &ServerCapabilities) -> Offers {
+        let resources = caps.other.get("resources").filter(|v| v.is_object());
+        Offers {
+            resources: resources.is_some(),
+            subscribe: resources
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            prompts: caps.other.get("prompts").is_some_and(Value::is_object),
+            completions: caps.other.get("completions").is_some_and(Value::is_object),
+            logging: caps.logging.as_ref().is_some_and(Value::is_object),
+        }
+    }
+}
+
+/// A listing of one server: what parsed, and what was set aside and why.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerList<T> {
+    pub(crate) items: Vec<T>,
+    pub(crate) rejected: Vec<String>,
+}
+
+/// One kind of list, kept between requests.
+struct Kept<T> {
+    /// Held while a listing runs, so hosts asking together share one.
+    gate: tokio::sync::Mutex<()>,
+    value: parking_lot::Mutex<Option<Arc<ServerList<T>>>>,
+    /// Bumped on each change notice: a listing that began before it is not kept.
+    changes: AtomicU64,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            gate: tokio::sync::Mutex::new(()),
+            value: parking_lot::Mutex::new(None),
+            changes: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Kept<T> {
+    fn forget(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        *self.value.lock() = None;
+    }
+
+    async fn get(
+        &self,
+        link: &ServerLink,
+        method: &'static str,
+        key: &'static str,
+    ) -> Result<Arc<ServerList<T>>, CallError> {
+        if let Some(kept) = self.value.lock().clone() {
+            return Ok(kept);
+        }
+        let _turn = self.gate.lock().await;
+        if let Some(kept) = self.value.lock().clone() {
+            return Ok(kept);
+        }
+        let before = self.changes.load(Ordering::Acquire);
+        let list = Arc::new(list_all(link, method, key).await?);
+        if self.changes.load(Ordering::Acquire) == before {
+            *self.value.lock() = Some(list.clone());
+        }
+        Ok(list)
+    }
+}
+
+/// The lists of one connection.
+#[derive(Default)]
+pub(crate) struct Lists {
+    resources: Kept<Resource>,
+    templates: Kept<ResourceTemplate>,
+    prompts: Kept<Prompt>,
+}
+
+impl Lists {
+    /// The server's resources (or templates) changed.
+    pub(crate) fn resources_changed(&self) {
+        self.resources.forget();
+        self.templates.forget();
+    }
+
+    /// The server's prompts changed.
+    pub(crate) fn prompts_changed(&self) {
+        self.prompts.forget();
+    }
+}
+
+/// How a host reaches one ready server for anything but a tool call.
+pub(crate) struct ServerLink {
+    pub(crate) id: ServerId,
+    pub(crate) name: Arc<str>,
+    pub(crate) lane: Arc<CallLane>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) offers: Offers,
+    pub(crate) lists: Arc<Lists>,
+    pub(crate) limits: ListingLimits,
+}
+
+impl std::fmt::Debug for ServerLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerLink")
+            .field("name", &self.name)
+            .field("offers", &self.offers)
+            .finish()
+    }
+}
+
+impl ServerLink {
+    /// Sends `method` and waits for its result, as sent. Dropping the future
+    /// cancels the request (the server is sent `notifications/cancelled`).
+    pub(crate) async fn ask(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, CallError> {
+        let (id, answer) = self.lane.request(method, params, self.request_timeout)?;
+        let cancel = CancelOnDrop {
+            lane: &self.lane,
+            id,
+            armed: true,
+        };
+        let outcome = answer.await;
+        cancel.disarm();
+        outcome.unwrap_or_else(|_| {
+            Err(CallError::ConnectionClosed {
+                server: self.name.clone(),
+                reason: Arc::from("the connection ended before answering"),
+            })
+        })
+    }
+
+    /// Fails unless the server declared `feature`.
+    pub(crate) fn require(&self, offered: bool, feature: &'static str) -> Result<(), CallError> {
+        if offered {
+            Ok(())
+        } else {
+            Err(CallError::NotOffered {
+                server: self.name.clone(),
+                feature,
+            })
+        }
+    }
+
+    pub(crate) async fn resources(&self) -> Result<Arc<ServerList<Resource>>, CallError> {
+        self.require(self.offers.resources, "resources")?;
+        self.lists
+            .resources
+            .get(self, methods::RESOURCES_LIST, "resources")
+            .await
+    }
+
+    pub(crate) async fn templates(&self) -> Result<Arc<ServerList<ResourceTemplate>>, CallError> {
+        self.require(self.offers.resources, "resources")?;
+        self.lists
+            .templates
+            .get(self, methods::RESOURCE_TEMPLATES_LIST, "resourceTemplates")
+            .await
+    }
+
+    pub(crate) async fn prompts(&self) -> Result<Arc<ServerList<Prompt>>, CallError> {
+        self.require(self.offers.prompts, "prompts")?;
+        self.lists
+            .prompts
+            .get(self, methods::PROMPTS_LIST, "prompts")
+            .await
+    }
+}
+
+struct CancelOnDrop<'a> {
+    lane: &'a CallLane,
+    id: i64,
+    armed: bool,
+}
+
+impl CancelOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.lane.cancel(self.id);
+        }
+    }
+}
+
+/// Every page of a listing, within the host's bounds.
+async fn list_all<T: DeserializeOwned>(
+    link: &ServerLink,
+    method: &'static str,
+    key: &'static str,
+) -> Result<ServerList<T>, CallError> {
+    let mut bounds = ListingBounds::new(link.limits);
+    let mut list = ServerList {
+        items: Vec::new(),
+        rejected: Vec::new(),
+    };
+    let mut cursor: Option<String> = None;
+    loop {
+        let value = link.ask(method, list_params(cursor.as_deref())).await?;
+        let bytes = value.get(key).map_or(0, json_size);
+        let page =
+            Page::<T>::parse(value, method, key).map_err(|source| CallError::InvalidResult {
+                server: link.name.clone(),
+                source,
+            })?;
+        bounds
+            .page(
+                bytes,
+                page.items.len() + page.rejected.len(),
+                page.next_cursor.as_deref(),
+            )
+            .map_err(|error| CallError::Listing {
+                server: link.name.clone(),
+                error,
+            })?;
+        list.items.extend(page.items);
+        list.rejected.extend(page.rejected);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(list),
+        }
+    }
+}
