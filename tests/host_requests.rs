@@ -299,3 +299,34 @@ async fn roots_are_declared_listed_and_their_changes_announced() {
     assert!(!bare.set_roots(vec![Root::new("file:///x")]));
     bare.shutdown().await;
 }
+
+/// The Python SDK's tool that elicits: an accepted answer gets the form's
+/// default for the field left out; a declined one reaches the tool as declined.
+#[tokio::test]
+async fn the_python_sdk_elicits_through_the_hosts_handler() {
+    for (answer, expected) in [
+        (
+            json!({"action": "accept", "content": {"confirm": true}}),
+            "deleted /tmp/x (none given)",
+        ),
+        (json!({"action": "decline"}), "kept /tmp/x (decline)"),
+    ] {
+        let handler = scripted(answer, false);
+        let peer = Peer::PythonSdk.run(Wire::Stdio);
+        let mut options = fast_options();
+        options.client_handler = Some(SharedClientHandler(
+            handler.clone() as Arc<dyn ClientHandler>
+        ));
+        let host = Host::start(vec![peer.spec], options).await.unwrap();
+        host.wait_ready(Duration::from_secs(30)).await;
+        let result = call(&host, "mcp__py__confirm_delete", json!({"path": "/tmp/x"}))
+            .await
+            .unwrap();
+        assert_eq!(result.text(), expected);
+        let asked = handler.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].method, "elicitation/create");
+        assert_eq!(asked[0].params["message"], "Delete /tmp/x?");
+        host.shutdown().await;
+    }
+}

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use futures::Stream;
-use mcpvisor::{Host, HostEvent, ServerState};
+use mcpvisor::{CallError, CompletionTarget, Host, HostEvent, ResourceContents, ServerState};
 use serde_json::json;
 use support::peers::{Peer, Wire};
 use support::{call, eventually, fast_options, wait_for};
@@ -116,15 +116,21 @@ async fn everything(host: &Host, events: &mut Events) {
     }
 }
 
-/// The Python SDK: exactly its three tools, structured output, and a
+/// The Python SDK: exactly its tools, structured output, and a
 /// notification sent outside any request that makes the client re-list.
 async fn python_sdk(host: &Host, events: &mut Events) {
     let mut names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
     names.sort();
     assert_eq!(
         names,
-        vec!["mcp__py__add", "mcp__py__announce", "mcp__py__echo"]
+        vec![
+            "mcp__py__add",
+            "mcp__py__announce",
+            "mcp__py__confirm_delete",
+            "mcp__py__echo"
+        ]
     );
+    python_resources_and_prompts(host).await;
     let r = call(host, "mcp__py__add", json!({"a": 20, "b": 22}))
         .await
         .unwrap();
@@ -147,4 +153,55 @@ async fn python_sdk(host: &Host, events: &mut Events) {
         matches!(e, HostEvent::ToolsChanged { .. })
     })
     .await;
+}
+
+/// The Python SDK's resource, template, prompt and completion, on the same
+/// connection as its tools.
+async fn python_resources_and_prompts(host: &Host) {
+    let resources = host.resources().await;
+    assert!(resources.failed.is_empty(), "{:?}", resources.failed);
+    let uris: Vec<(&str, &str)> = resources
+        .entries
+        .iter()
+        .map(|r| (&*r.server, r.resource.uri.as_str()))
+        .collect();
+    assert_eq!(uris, vec![("py", "note://greeting")]);
+    let read = host.read_resource("py", "note://greeting").await.unwrap();
+    assert!(
+        matches!(&read.contents[..], [ResourceContents::Text { text, .. }] if text == "Hello from the Python SDK"),
+        "{:?}",
+        read.contents
+    );
+    let templates = host.resource_templates().await;
+    assert_eq!(templates.entries.len(), 1);
+    assert_eq!(templates.entries[0].template.uri_template, "note://{name}");
+    let filled = host.read_resource("py", "note://cats").await.unwrap();
+    assert!(
+        matches!(&filled.contents[..], [ResourceContents::Text { text, .. }] if text == "Note cats"),
+        "{:?}",
+        filled.contents
+    );
+    let prompts = host.prompts().await;
+    let names: Vec<&str> = prompts.entries.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, vec!["mcp__py__review"]);
+    let mut arguments = std::collections::BTreeMap::new();
+    arguments.insert("code".to_string(), "fn main() {}".to_string());
+    let got = host
+        .get_prompt("mcp__py__review", &arguments)
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&got.raw).unwrap();
+    assert!(text.contains("review this rust code"), "{text}");
+    let done = host
+        .complete(
+            &CompletionTarget::Prompt("mcp__py__review".into()),
+            "language",
+            "r",
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.values, vec!["ruby".to_string(), "rust".to_string()]);
+    // It offers no subscriptions and no logging: typed refusals, nothing sent.
+    let err = host.subscribe("py", "note://greeting").await.unwrap_err();
+    assert!(matches!(err, CallError::NotOffered { .. }), "{err:?}");
 }

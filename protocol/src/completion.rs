@@ -41,9 +41,9 @@ pub struct Completion {
     /// How many there are in all, if the server knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
-    /// Whether there are more than these.
-    #[serde(default)]
-    pub has_more: bool,
+    /// Whether there are more than these, if the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_more: Option<bool>,
     /// Everything else the server sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -95,7 +95,9 @@ mod tests {
     fn results_are_bounded() {
         let ok =
             Completion::parse(json!({"completion": {"values": ["a"], "hasMore": true}})).unwrap();
-        assert!(ok.has_more);
+        assert_eq!(ok.has_more, Some(true));
+        let nulls = json!({"completion": {"values": [], "total": null, "hasMore": null}});
+        assert_eq!(Completion::parse(nulls).unwrap().has_more, None);
         let many: Vec<String> = (0..101).map(|i| i.to_string()).collect();
         assert!(Completion::parse(json!({"completion": {"values": many}})).is_err());
         assert!(Completion::parse(json!({"completion": {"values": [1]}})).is_err());

@@ -10,6 +10,8 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import Completion
+from pydantic import BaseModel, Field
 
 server = MCPServer("mcpvisor-interop-python")
 
@@ -37,6 +39,45 @@ async def announce(ctx: Context) -> str:
 
     _background.append(asyncio.get_running_loop().create_task(later()))
     return "announced"
+
+
+@server.resource("note://greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A fixed note."""
+    return "Hello from the Python SDK"
+
+
+@server.resource("note://{name}")
+def note(name: str) -> str:
+    """A note made from its name."""
+    return f"Note {name}"
+
+
+@server.prompt()
+def review(code: str, language: str = "rust") -> str:
+    """Ask for a review of some code."""
+    return f"Please review this {language} code:\n{code}"
+
+
+@server.completion()
+async def complete(ref, argument, context):
+    if argument.name == "language":
+        return Completion(values=[v for v in ["python", "ruby", "rust"] if v.startswith(argument.value)])
+    return None
+
+
+class Confirm(BaseModel):
+    confirm: bool = Field(description="Delete it?")
+    reason: str = Field(default="none given", description="Why")
+
+
+@server.tool()
+async def confirm_delete(path: str, ctx: Context) -> str:
+    """Ask the person (elicitation) before pretending to delete a file."""
+    result = await ctx.elicit(f"Delete {path}?", Confirm)
+    if result.action == "accept" and result.data.confirm:
+        return f"deleted {path} ({result.data.reason})"
+    return f"kept {path} ({result.action})"
 
 
 _background: list = []
