@@ -75,11 +75,17 @@ pub struct Settings {
     pub home_source: Source,
     values: HashMap<&'static str, (u64, Source)>,
     env_passthrough: (Vec<String>, Source),
+    sampling_command: (Option<String>, Source),
 }
 
 /// The key of the host variables every stdio server also gets (a list of names:
 /// a TOML array in `settings.toml`, comma-separated in `MCPVISOR_ENV_PASSTHROUGH`).
 pub const ENV_PASSTHROUGH: &str = "env_passthrough";
+
+/// The key of the command the CLI runs to answer servers' sampling requests (a
+/// string in `settings.toml` or `MCPVISOR_SAMPLING_COMMAND`; empty means unset).
+/// Unset, the CLI declines sampling.
+pub const SAMPLING_COMMAND: &str = "sampling_command";
 
 impl Settings {
     /// Loads the layers from the process environment.
@@ -180,17 +186,42 @@ impl Settings {
                 "`{ENV_PASSTHROUGH}`: {bad:?} is not a variable name"
             )));
         }
+        let sampling_command = match env.get(&env_var(SAMPLING_COMMAND)) {
+            Some(command) => (
+                Some(command.clone()),
+                Source::Environment(env_var(SAMPLING_COMMAND)),
+            ),
+            None => match file_layer.get::<String>(SAMPLING_COMMAND) {
+                Ok(command) => (Some(command), Source::File(file.clone())),
+                Err(config::ConfigError::NotFound(_)) => (None, Source::Default),
+                Err(e) => {
+                    return Err(SettingsError::Invalid(format!("`{SAMPLING_COMMAND}`: {e}")));
+                }
+            },
+        };
+        // An empty value lets the environment switch off the file's command.
+        let sampling_command = (
+            sampling_command.0.filter(|c| !c.trim().is_empty()),
+            sampling_command.1,
+        );
         Ok(Settings {
             home,
             home_source,
             values,
             env_passthrough,
+            sampling_command,
         })
     }
 
     /// The host variables every stdio server also gets, and where the list came from.
     pub fn env_passthrough(&self) -> (&[String], &Source) {
         (&self.env_passthrough.0, &self.env_passthrough.1)
+    }
+
+    /// The command that answers servers' sampling requests in the CLI, if set,
+    /// and where it came from.
+    pub fn sampling_command(&self) -> (Option<&str>, &Source) {
+        (self.sampling_command.0.as_deref(), &self.sampling_command.1)
     }
 
     /// A value and its source, by key.
@@ -315,6 +346,49 @@ mod tests {
         let s = Settings::load_with(&Overrides::default(), &env).unwrap();
         assert_eq!(s.env_passthrough().0, ["A", "B"]);
         env.insert("MCPVISOR_ENV_PASSTHROUGH".into(), "A,B=1".into());
+        assert!(Settings::load_with(&Overrides::default(), &env).is_err());
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn sampling_command_comes_from_the_file_or_the_environment() {
+        let home = std::env::temp_dir().join(format!("mcpvisor-sampling-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let mut env: HashMap<String, String> = [(
+            "MCPVISOR_HOME".to_string(),
+            home.to_str().unwrap().to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.sampling_command(), (None, &Source::Default));
+        std::fs::write(
+            home.join("settings.toml"),
+            "sampling_command = \"llm --model 'a b'\"\n",
+        )
+        .unwrap();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(
+            s.sampling_command(),
+            (
+                Some("llm --model 'a b'"),
+                &Source::File(home.join("settings.toml"))
+            )
+        );
+        env.insert("MCPVISOR_SAMPLING_COMMAND".into(), "other".into());
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.sampling_command().0, Some("other"));
+        env.insert("MCPVISOR_SAMPLING_COMMAND".into(), " ".into());
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(
+            s.sampling_command(),
+            (
+                None,
+                &Source::Environment("MCPVISOR_SAMPLING_COMMAND".into())
+            )
+        );
+        std::fs::write(home.join("settings.toml"), "sampling_command = [1]\n").unwrap();
+        env.remove("MCPVISOR_SAMPLING_COMMAND");
         assert!(Settings::load_with(&Overrides::default(), &env).is_err());
         let _ = std::fs::remove_dir_all(&home);
     }

@@ -208,6 +208,8 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
         );
         let (names, source) = settings.env_passthrough();
         all.push(json!({"key": mcpvisor::settings::ENV_PASSTHROUGH, "value": names, "source": source.to_string()}));
+        let (command, source) = settings.sampling_command();
+        all.push(json!({"key": mcpvisor::settings::SAMPLING_COMMAND, "value": command, "source": source.to_string()}));
         println!("{}", Value::Array(all));
     } else {
         println!(
@@ -224,6 +226,12 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
             "{:<28} {:<24} {source}",
             mcpvisor::settings::ENV_PASSTHROUGH,
             names.join(",")
+        );
+        let (command, source) = settings.sampling_command();
+        println!(
+            "{:<28} {:<24} {source}",
+            mcpvisor::settings::SAMPLING_COMMAND,
+            crate::output::clean_line(command.unwrap_or("(unset)"))
         );
     }
     ExitCode::SUCCESS
