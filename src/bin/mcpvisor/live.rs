@@ -64,6 +64,8 @@ pub(crate) async fn call(
             return ExitCode::from(code);
         }
     };
+    // A form still on the terminal belongs to a call that is over.
+    crate::answers::release_terminal();
     match result {
         Ok(r) => {
             if json {

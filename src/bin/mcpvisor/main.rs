@@ -4,6 +4,7 @@
 //! for that file (`mcpvisor enable <name>`); with no `.mcp.json` it runs the
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
+mod answers;
 mod attached;
 mod live;
 mod offline;
@@ -180,6 +181,7 @@ fn main() -> ExitCode {
     let code = runtime.block_on(run(cli));
     // A stdout write stuck on a reader that went away must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_millis(200));
+    answers::release_terminal();
     code
 }
 
@@ -301,7 +303,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         _ => {}
     }
     let specs = servers_to_run(project.as_ref())?;
-    let options = settings.supervisor_options();
+    let mut options = settings.supervisor_options();
+    options.client_handler = Some(answers::handler(&settings)?);
     let startup = options.startup_timeout;
     let host = Host::start(specs, options)
         .await

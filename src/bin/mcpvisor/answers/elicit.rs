@@ -1,0 +1,163 @@
+//! Elicitation at the terminal: the server's message, one prompt per field of
+//! its form, then send, decline or cancel.
+//!
+//! Prompts are drawn on stderr (stdout carries results) by `inquire`, which
+//! blocks, so a form is filled on a blocking thread; one form at a time holds
+//! the terminal, so two servers' questions never interleave. Enter keeps a
+//! field's default or leaves an optional field out (the library fills the
+//! defaults before the answer goes back); Esc or Ctrl-C on any prompt cancels.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use inquire::InquireError;
+use mcpvisor::HostRequest;
+use mcpvisor::protocol::elicitation::Form;
+use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
+use serde_json::{Map, Value, json};
+
+use super::fields;
+use crate::output::{clean, clean_line};
+
+/// The terminal: one form at a time.
+static TERMINAL: Mutex<()> = Mutex::new(());
+/// A form is on the terminal (its raw mode must be undone if the process ends first).
+static PROMPTING: AtomicBool = AtomicBool::new(false);
+
+/// Answers one `elicitation/create`: asks the person on a terminal, else declines.
+pub(super) async fn elicit(request: HostRequest) -> Result<Value, ErrorObject> {
+    let server = clean_line(&request.server);
+    let message = request
+        .params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        eprintln!(
+            "mcpvisor: {server} asked for input ({}); declined: not a terminal",
+            clean_line(message)
+        );
+        return Ok(json!({"action": "decline"}));
+    }
+    // The library admitted this form before handing it over; it reads the same here.
+    let schema = request
+        .params
+        .get("requestedSchema")
+        .unwrap_or(&Value::Null);
+    let form = Form::parse(schema).map_err(|e| ErrorObject {
+        code: error_codes::INVALID_PARAMS,
+        message: format!("requestedSchema: {e}"),
+        data: None,
+    })?;
+    let message = clean(message);
+    let withdrawn = Withdrawn::default();
+    let flag = withdrawn.0.clone();
+    let asked = tokio::task::spawn_blocking(move || ask(&server, &message, &form, &flag)).await;
+    drop(withdrawn);
+    asked.map_err(|e| ErrorObject {
+        code: error_codes::INTERNAL_ERROR,
+        message: format!("the terminal prompt failed: {e}"),
+        data: None,
+    })
+}
+
+/// Set when the request's future is dropped (the server stopped waiting, the
+/// host timed it out, the command ended): a form not yet shown is not shown.
+#[derive(Default)]
+struct Withdrawn(Arc<AtomicBool>);
+
+impl Drop for Withdrawn {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Fills the form at the terminal; returns the answer for the server.
+fn ask(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Value {
+    let _turn = TERMINAL.lock().unwrap_or_else(PoisonError::into_inner);
+    if withdrawn.load(Ordering::SeqCst) {
+        return json!({"action": "cancel"});
+    }
+    PROMPTING.store(true, Ordering::SeqCst);
+    let answer = fill(server, message, form, withdrawn);
+    PROMPTING.store(false, Ordering::SeqCst);
+    answer
+}
+
+fn fill(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Value {
+    eprintln!("\nmcpvisor: server `{server}` asks for input:");
+    for line in message.lines() {
+        eprintln!("  {line}");
+    }
+    eprintln!("  (Enter keeps a default or leaves an optional field out; Esc cancels)");
+    let mut content = Map::new();
+    for field in &form.fields {
+        if withdrawn.load(Ordering::SeqCst) {
+            eprintln!("mcpvisor: `{server}` no longer waits for this answer");
+            return json!({"action": "cancel"});
+        }
+        match fields::prompt(field) {
+            Ok(Some(value)) => {
+                content.insert(field.name.clone(), value);
+            }
+            Ok(None) => {}
+            Err(e) => return stopped(server, e),
+        }
+    }
+    let choices = vec![Final::Send, Final::Decline, Final::Cancel];
+    let question = format!("Send this answer to `{server}`?");
+    match inquire::Select::new(&question, choices)
+        .without_filtering()
+        .with_help_message("Enter sends; decline tells the server no; Esc cancels")
+        .prompt()
+    {
+        Ok(Final::Send) => json!({"action": "accept", "content": content}),
+        Ok(Final::Decline) => json!({"action": "decline"}),
+        Ok(Final::Cancel) => json!({"action": "cancel"}),
+        Err(e) => stopped(server, e),
+    }
+}
+
+/// A prompt that ended without an answer: Esc and Ctrl-C cancel; a terminal
+/// that fails is reported and cancels too (the person made no choice).
+fn stopped(server: &str, e: InquireError) -> Value {
+    match e {
+        InquireError::OperationCanceled | InquireError::OperationInterrupted => {
+            eprintln!("mcpvisor: input for `{server}` cancelled");
+        }
+        e => eprintln!("mcpvisor: cannot ask for `{server}`'s input: {e}"),
+    }
+    json!({"action": "cancel"})
+}
+
+#[derive(Clone, Copy)]
+enum Final {
+    Send,
+    Decline,
+    Cancel,
+}
+
+impl std::fmt::Display for Final {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Final::Send => "Send",
+            Final::Decline => "Decline",
+            Final::Cancel => "Cancel",
+        })
+    }
+}
+
+/// Gives the terminal back if the process ends while a form is on it (a call
+/// that timed out under the person's hands): cooked mode, a cursor, a new line.
+pub(crate) fn release_terminal() {
+    if PROMPTING.load(Ordering::SeqCst) {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stderr(),
+            crossterm::event::DisableBracketedPaste,
+            crossterm::cursor::Show
+        );
+        eprintln!();
+    }
+}
