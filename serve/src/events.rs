@@ -9,6 +9,7 @@ use futures::{Stream, StreamExt};
 use mcpvisor::HostEvent;
 
 use crate::session::Session;
+use crate::wire::Changed;
 
 /// Log levels in order (RFC 5424 as MCP names them).
 const LEVELS: [&str; 8] = [
@@ -26,8 +27,8 @@ pub(crate) fn level_rank(level: &str) -> Option<usize> {
     LEVELS.iter().position(|l| *l == level)
 }
 
-/// Forwards events to a session until it is gone. Route changes become one
-/// `list_changed` at most `coalesce` after the first of them, however many
+/// Forwards events to a session until it is gone. Changes to a list become
+/// one `list_changed` at most `coalesce` after the first of them, however many
 /// other events (progress, logs) keep coming.
 pub(crate) async fn watch_events(
     session: Weak<Session>,
@@ -36,6 +37,7 @@ pub(crate) async fn watch_events(
 ) {
     let mut events = std::pin::pin!(events);
     let mut due: Option<tokio::time::Instant> = None;
+    let mut pending = Changed::default();
     loop {
         let event = match due {
             Some(at) => tokio::select! {
@@ -43,7 +45,7 @@ pub(crate) async fn watch_events(
                 () = tokio::time::sleep_until(at) => {
                     due = None;
                     match session.upgrade() {
-                        Some(s) => s.tools_changed(),
+                        Some(s) => s.lists_changed(std::mem::take(&mut pending)),
                         None => return,
                     }
                     continue;
@@ -54,7 +56,9 @@ pub(crate) async fn watch_events(
         let (Some(event), Some(session)) = (event, session.upgrade()) else {
             return;
         };
-        if session.on_event(&event) && due.is_none() {
+        let changed = session.on_event(&event);
+        pending.add(changed);
+        if changed.any() && due.is_none() {
             due = Some(tokio::time::Instant::now() + coalesce);
         }
     }

@@ -53,6 +53,8 @@ pub struct Gateway {
     callers: Option<Arc<crate::forward::Callers>>,
     /// One reload at a time: two overlapping ones would race on the file.
     reloading: tokio::sync::Mutex<()>,
+    /// How many sessions subscribed to each resource.
+    pub(crate) subscribers: crate::subscriptions::Subscribers,
 }
 
 impl Gateway {
@@ -73,6 +75,7 @@ impl Gateway {
             reloader,
             callers,
             reloading: tokio::sync::Mutex::new(()),
+            subscribers: Default::default(),
         });
         let weak = Arc::downgrade(&gateway);
         let (host, wait) = (gateway.host.clone(), gateway.options.first_start);

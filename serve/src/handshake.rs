@@ -29,7 +29,13 @@ pub(crate) fn initialize_result() -> Value {
         // The one revision this gateway serves; a client that wants another
         // one sees it here and may disconnect (the MCP negotiation rule).
         "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+        },
         "serverInfo": {"name": "mcpvisor", "version": env!("CARGO_PKG_VERSION")},
         "instructions": "Tools of supervised MCP servers, named mcp__<server>__<tool>. \
             A tool result that says a server restarted can be retried.",

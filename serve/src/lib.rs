@@ -24,9 +24,11 @@ mod handshake;
 pub mod http;
 mod in_flight;
 pub mod lines;
+pub mod offered;
 mod outcome;
 pub mod session;
 pub mod socket;
+pub mod subscriptions;
 pub mod tools;
 pub mod wire;
 

@@ -27,7 +27,9 @@ use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
 use crate::handshake;
 use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
+use crate::offered;
 use crate::outcome::{self, Outcome};
+use crate::subscriptions;
 use crate::tools::{self, Naming};
 use crate::wire;
 
@@ -69,6 +71,8 @@ pub struct Session {
     asks: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     next_ask: AtomicU64,
     watcher: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Resources this session subscribed to.
+    subscribed: subscriptions::Mine,
 }
 
 #[derive(Default)]
@@ -98,6 +102,7 @@ impl Session {
             asks: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
+            subscribed: Default::default(),
         });
         let task = tokio::spawn(events::watch_events(
             Arc::downgrade(&session),
@@ -338,6 +343,8 @@ impl Session {
         if let Some(watcher) = self.watcher.lock().take() {
             watcher.abort();
         }
+        let host = self.gateway.host();
+        subscriptions::release(host, &self.gateway.subscribers, &self.subscribed);
     }
 
     async fn answer(
@@ -354,7 +361,10 @@ impl Session {
             _ => {}
         }
         let host = self.gateway.host();
-        if matches!(method, methods::TOOLS_LIST | methods::TOOLS_CALL) {
+        if matches!(method, methods::TOOLS_LIST | methods::TOOLS_CALL)
+            || offered::handles(method)
+            || method == methods::RESOURCES_SUBSCRIBE
+        {
             self.gateway.first_start_settled().await;
         }
         match method {
@@ -369,6 +379,18 @@ impl Session {
                     .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
             methods::TOOLS_CALL => self.call(params, replies, fate, registered).await,
+            m if offered::handles(m) => {
+                let page_size = self.gateway.options().page_size;
+                offered::answer(host, self.naming, page_size, m, params.as_ref()).await
+            }
+            methods::RESOURCES_SUBSCRIBE => {
+                let all = &self.gateway.subscribers;
+                subscriptions::subscribe(host, all, &self.subscribed, params.as_ref()).await
+            }
+            methods::RESOURCES_UNSUBSCRIBE => {
+                let all = &self.gateway.subscribers;
+                subscriptions::unsubscribe(host, all, &self.subscribed, params.as_ref()).await
+            }
             "logging/setLevel" => {
                 let level = params
                     .as_ref()
@@ -509,8 +531,8 @@ impl Session {
         }
     }
 
-    /// Reacts to one supervisor event; returns whether the tool set may have changed.
-    pub(crate) fn on_event(&self, event: &HostEvent) -> bool {
+    /// Reacts to one supervisor event; returns which lists may have changed.
+    pub(crate) fn on_event(&self, event: &HostEvent) -> wire::Changed {
         let (watching, log_level) = {
             let state = self.state.lock();
             (state.watching, state.log_level)
@@ -529,14 +551,29 @@ impl Session {
                 .notices
                 .try_send(notification(methods::LOG_MESSAGE, params));
         }
-        wire::changes_routes(event)
-    }
-
-    pub(crate) fn tools_changed(&self) {
-        if self.state.lock().initialized {
+        if let HostEvent::ResourceUpdated { server, uri } = event
+            && self.subscribed.has(server, uri)
+        {
+            let params = json!({ "uri": &**uri });
             let _ = self
                 .notices
-                .try_send(notification(methods::TOOLS_LIST_CHANGED, json!({})));
+                .try_send(notification(methods::RESOURCES_UPDATED, params));
+        }
+        wire::changes(event)
+    }
+
+    /// Tells the client which lists changed (one notification per list).
+    pub(crate) fn lists_changed(&self, changed: wire::Changed) {
+        if !self.state.lock().initialized {
+            return;
+        }
+        let notices = [
+            (changed.tools, methods::TOOLS_LIST_CHANGED),
+            (changed.resources, methods::RESOURCES_LIST_CHANGED),
+            (changed.prompts, methods::PROMPTS_LIST_CHANGED),
+        ];
+        for (_, method) in notices.iter().filter(|(yes, _)| *yes) {
+            let _ = self.notices.try_send(notification(method, json!({})));
         }
     }
 }

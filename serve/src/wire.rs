@@ -130,9 +130,47 @@ pub fn event_json(e: &HostEvent) -> Value {
     }
 }
 
-/// Whether an event can change the advertised tool set (and so warrants a
-/// `notifications/tools/list_changed`).
-pub(crate) fn changes_routes(e: &HostEvent) -> bool {
+/// Which advertised lists an event may change (each warrants its
+/// `notifications/…/list_changed`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Changed {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
+
+impl Changed {
+    pub(crate) fn any(self) -> bool {
+        self.tools || self.resources || self.prompts
+    }
+
+    pub(crate) fn add(&mut self, other: Changed) {
+        self.tools |= other.tools;
+        self.resources |= other.resources;
+        self.prompts |= other.prompts;
+    }
+}
+
+/// The lists `e` may change: a server coming or going changes all three.
+pub(crate) fn changes(e: &HostEvent) -> Changed {
+    let lifecycle = matches!(
+        e,
+        HostEvent::ServerReady { .. }
+            | HostEvent::ServerStopped { .. }
+            | HostEvent::ServerRestarting { .. }
+            | HostEvent::ServerFailed { .. }
+            | HostEvent::LoginRequired { .. }
+            | HostEvent::RegistryRestarted { .. }
+    );
+    Changed {
+        tools: changes_routes(e),
+        resources: lifecycle || matches!(e, HostEvent::ResourcesChanged { .. }),
+        prompts: lifecycle || matches!(e, HostEvent::PromptsChanged { .. }),
+    }
+}
+
+/// Whether an event can change the advertised tool set.
+fn changes_routes(e: &HostEvent) -> bool {
     !matches!(
         e,
         HostEvent::ServerStarting { .. }

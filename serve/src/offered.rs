@@ -1,0 +1,368 @@
+//! Resources, resource templates, prompts and completion as the gateway serves
+//! them: one flat view over every server.
+//!
+//! Prompts are named like tools (`mcp__server__prompt`, or short). Resource
+//! URIs keep their servers' spelling, since clients and models quote them; a
+//! URI two servers list is served by neither (the tools' conflict rule), and
+//! each entry says its server in `_meta["mcpvisor/server"]`. A URI no server
+//! lists goes to the server whose resource template's fixed beginning matches
+//! it longest (`note://{name}` serves `note://cats`); a tie is refused.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use mcpvisor::{CallError, CompletionTarget, Host};
+use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::messages::methods;
+use serde_json::{Map, Value, json};
+
+use crate::outcome::Outcome;
+use crate::tools::Naming;
+
+/// `_meta` key naming an entry's server.
+pub const SERVER_META: &str = "mcpvisor/server";
+
+/// The MCP error for a resource no server serves.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Whether `method` is one of these.
+pub(crate) fn handles(method: &str) -> bool {
+    matches!(
+        method,
+        methods::RESOURCES_LIST
+            | methods::RESOURCE_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+            | methods::PROMPTS_LIST
+            | methods::PROMPTS_GET
+            | methods::COMPLETE
+    )
+}
+
+/// Answers one of the methods [`handles`].
+pub(crate) async fn answer(
+    host: &Host,
+    naming: Naming,
+    page_size: usize,
+    method: &str,
+    params: Option<&Value>,
+) -> Outcome {
+    let cursor = cursor(params)?;
+    match method {
+        methods::RESOURCES_LIST => {
+            let entries = flat_resources(host).await;
+            let items = entries.into_values().filter_map(|e| e.ok()).collect();
+            page(items, "resources", cursor, page_size)
+        }
+        methods::RESOURCE_TEMPLATES_LIST => {
+            let entries = flat_templates(host).await;
+            let items = entries.into_values().filter_map(|e| e.ok()).collect();
+            page(items, "resourceTemplates", cursor, page_size)
+        }
+        methods::RESOURCES_READ => {
+            let uri = string_param(params, "uri")?;
+            let server = owner(host, uri).await?;
+            let read = host
+                .read_resource(&server, uri)
+                .await
+                .map_err(upstream_error)?;
+            Ok(read.raw)
+        }
+        methods::PROMPTS_LIST => {
+            let catalog = host.prompts().await;
+            let items = catalog
+                .entries
+                .into_iter()
+                .map(|p| {
+                    let mut value = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
+                    value["name"] = Value::String(naming.advertise(&p.name).to_string());
+                    tag(value, &p.server)
+                })
+                .collect();
+            page(items, "prompts", cursor, page_size)
+        }
+        methods::PROMPTS_GET => {
+            let name = string_param(params, "name")?;
+            let routed = naming
+                .route(name)
+                .ok_or_else(|| invalid(format!("unknown prompt: {name}")))?;
+            let arguments = prompt_arguments(params)?;
+            match host.get_prompt(&routed, &arguments).await {
+                Ok(got) => Ok(got.raw),
+                Err(CallError::UnknownPrompt(_)) => Err(invalid(format!("unknown prompt: {name}"))),
+                Err(e) => Err(upstream_error(e)),
+            }
+        }
+        methods::COMPLETE => complete(host, naming, params).await,
+        other => Err(ErrorObject {
+            code: error_codes::METHOD_NOT_FOUND,
+            message: format!("method not found: {other}"),
+            data: None,
+        }),
+    }
+}
+
+/// The server that serves `uri`, for reads and subscriptions.
+pub(crate) async fn owner(host: &Host, uri: &str) -> Result<Arc<str>, ErrorObject> {
+    match flat_resources(host).await.remove(uri) {
+        Some(Ok(entry)) => return Ok(server_of(&entry)),
+        Some(Err(servers)) => return Err(not_found(uri, Some(&servers))),
+        None => {}
+    }
+    let mut best: Vec<(usize, Arc<str>)> = Vec::new();
+    for (template, entry) in flat_templates(host).await {
+        let Ok(entry) = entry else { continue };
+        let fixed = template.split('{').next().unwrap_or("");
+        if fixed.is_empty() || !uri.starts_with(fixed) {
+            continue;
+        }
+        match best.first() {
+            Some((len, _)) if *len > fixed.len() => {}
+            Some((len, _)) if *len == fixed.len() => best.push((fixed.len(), server_of(&entry))),
+            _ => best = vec![(fixed.len(), server_of(&entry))],
+        }
+    }
+    best.sort();
+    best.dedup();
+    match &best[..] {
+        [(_, server)] => Ok(server.clone()),
+        [] => Err(not_found(uri, None)),
+        several => {
+            let servers: Vec<Arc<str>> = several.iter().map(|(_, s)| s.clone()).collect();
+            Err(not_found(uri, Some(&servers)))
+        }
+    }
+}
+
+async fn complete(host: &Host, naming: Naming, params: Option<&Value>) -> Outcome {
+    let reference = params
+        .and_then(|p| p.get("ref"))
+        .ok_or_else(|| invalid("`ref` is required"))?;
+    let argument = params
+        .and_then(|p| p.get("argument"))
+        .ok_or_else(|| invalid("`argument` is required"))?;
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| invalid(format!("`{key}` must be a string")))
+    };
+    let target = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = text(reference, "name")?;
+            let routed = naming
+                .route(&name)
+                .ok_or_else(|| invalid(format!("unknown prompt: {name}")))?;
+            CompletionTarget::Prompt(routed)
+        }
+        Some("ref/resource") => {
+            let uri = text(reference, "uri")?;
+            let server = match flat_templates(host).await.remove(&uri) {
+                Some(Ok(entry)) => server_of(&entry),
+                Some(Err(servers)) => return Err(not_found(&uri, Some(&servers))),
+                None => return Err(not_found(&uri, None)),
+            };
+            CompletionTarget::ResourceTemplate {
+                server: server.to_string(),
+                uri_template: uri,
+            }
+        }
+        _ => return Err(invalid("`ref.type` must be ref/prompt or ref/resource")),
+    };
+    let done = host
+        .complete(&target, &text(argument, "name")?, &text(argument, "value")?)
+        .await
+        .map_err(|e| match e {
+            CallError::UnknownPrompt(name) => invalid(format!("unknown prompt: {name}")),
+            e => upstream_error(e),
+        })?;
+    Ok(json!({ "completion": done }))
+}
+
+/// Each key (URI or template) with its one entry, or the servers that share it.
+type Flat = BTreeMap<String, Result<Value, Vec<Arc<str>>>>;
+
+async fn flat_resources(host: &Host) -> Flat {
+    let catalog = host.resources().await;
+    flatten(catalog.entries.into_iter().map(|r| {
+        let key = r.resource.uri.clone();
+        (key, r.server, serde_json::to_value(&r.resource))
+    }))
+}
+
+async fn flat_templates(host: &Host) -> Flat {
+    let catalog = host.resource_templates().await;
+    flatten(catalog.entries.into_iter().map(|t| {
+        let key = t.template.uri_template.clone();
+        (key, t.server, serde_json::to_value(&t.template))
+    }))
+}
+
+fn flatten(entries: impl Iterator<Item = (String, Arc<str>, serde_json::Result<Value>)>) -> Flat {
+    let mut claims: HashMap<String, Vec<(Arc<str>, Value)>> = HashMap::new();
+    for (key, server, value) in entries {
+        if let Ok(value) = value {
+            claims.entry(key).or_default().push((server, value));
+        }
+    }
+    claims
+        .into_iter()
+        .map(|(key, mut claimants)| {
+            let entry = if claimants.len() == 1 {
+                let (server, value) = claimants.remove(0);
+                Ok(tag(value, &server))
+            } else {
+                Err(claimants.into_iter().map(|(s, _)| s).collect())
+            };
+            (key, entry)
+        })
+        .collect()
+}
+
+/// `value` with its server in `_meta`.
+fn tag(mut value: Value, server: &Arc<str>) -> Value {
+    if let Value::Object(map) = &mut value {
+        let meta = map
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        if let Value::Object(meta) = meta {
+            meta.insert(SERVER_META.into(), Value::String(server.to_string()));
+        }
+    }
+    value
+}
+
+fn server_of(entry: &Value) -> Arc<str> {
+    Arc::from(
+        entry
+            .pointer(&format!("/_meta/{}", SERVER_META.replace('/', "~1")))
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+    )
+}
+
+/// One page of `items` under `key`, from offset `cursor`.
+fn page(items: Vec<Value>, key: &str, cursor: Option<usize>, page_size: usize) -> Outcome {
+    let start = cursor.unwrap_or(0);
+    if start > items.len() {
+        return Err(invalid("invalid cursor"));
+    }
+    let end = (start + page_size.max(1)).min(items.len());
+    let mut result = Map::new();
+    result.insert(key.into(), Value::Array(items[start..end].to_vec()));
+    if end < items.len() {
+        result.insert("nextCursor".into(), Value::String(end.to_string()));
+    }
+    Ok(Value::Object(result))
+}
+
+fn cursor(params: Option<&Value>) -> Result<Option<usize>, ErrorObject> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) if c.len() <= 20 => {
+            c.parse().map(Some).map_err(|_| invalid("invalid cursor"))
+        }
+        Some(_) => Err(invalid("invalid cursor")),
+    }
+}
+
+fn string_param<'a>(params: Option<&'a Value>, key: &str) -> Result<&'a str, ErrorObject> {
+    params
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("`{key}` must be a string")))
+}
+
+fn prompt_arguments(params: Option<&Value>) -> Result<BTreeMap<String, String>, ErrorObject> {
+    match params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(invalid(format!("argument `{k}` must be a string"))),
+            })
+            .collect(),
+        Some(_) => Err(invalid("`arguments` must be an object")),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ErrorObject {
+    ErrorObject {
+        code: error_codes::INVALID_PARAMS,
+        message: message.into(),
+        data: None,
+    }
+}
+
+fn not_found(uri: &str, shared_by: Option<&[Arc<str>]>) -> ErrorObject {
+    let message = match shared_by {
+        Some(servers) => {
+            let names: Vec<&str> = servers.iter().map(|s| &**s).collect();
+            format!(
+                "resource {uri:?} is offered by servers {}; it is not routed",
+                names.join(", ")
+            )
+        }
+        None => format!("resource not found: {uri:?}"),
+    };
+    ErrorObject {
+        code: RESOURCE_NOT_FOUND,
+        message,
+        data: None,
+    }
+}
+
+/// A server's own error passes through as it was; anything else is a sentence.
+pub(crate) fn upstream_error(e: CallError) -> ErrorObject {
+    match e {
+        CallError::Rpc { error, .. } => error,
+        CallError::InvalidRequest(message) => invalid(message),
+        e => ErrorObject {
+            code: error_codes::INTERNAL_ERROR,
+            message: e.to_string(),
+            data: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_two_servers_share_is_served_by_neither() {
+        let a: Arc<str> = Arc::from("a");
+        let b: Arc<str> = Arc::from("b");
+        let flat = flatten(
+            [
+                ("x://1".to_string(), a.clone(), Ok(json!({"uri": "x://1"}))),
+                (
+                    "x://2".to_string(),
+                    a.clone(),
+                    Ok(json!({"uri": "x://2", "_meta": 3})),
+                ),
+                ("x://1".to_string(), b.clone(), Ok(json!({"uri": "x://1"}))),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(flat["x://1"], Err(vec![a.clone(), b]));
+        let two = flat["x://2"].as_ref().unwrap();
+        assert_eq!(server_of(two), a);
+        assert_eq!(two["_meta"][SERVER_META], "a");
+    }
+
+    #[test]
+    fn pages_hand_out_offsets() {
+        let items: Vec<Value> = (0..5).map(|i| json!(i)).collect();
+        let first = page(items.clone(), "k", None, 2).unwrap();
+        assert_eq!(first["k"], json!([0, 1]));
+        assert_eq!(first["nextCursor"], "2");
+        let last = page(items.clone(), "k", Some(4), 2).unwrap();
+        assert_eq!(last["k"], json!([4]));
+        assert!(last.get("nextCursor").is_none());
+        assert!(page(items, "k", Some(6), 2).is_err());
+    }
+}

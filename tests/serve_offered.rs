@@ -1,0 +1,122 @@
+//! Resources, templates, prompts, completion and subscriptions through
+//! `mcpvisor serve`: the Python SDK's client in front of a gateway for
+//! server-everything and the Python SDK's server, seen as one flat view.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::peers_dir;
+
+/// A project with server-everything and the Python peer, both approved.
+fn project() -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("mcpvisor-offered-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let index =
+        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let python = peers_dir().join("venv/bin/python");
+    let config = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [index, "stdio"]},
+        "py": {"command": python, "args": [peers_dir().join("python_server.py"), "stdio"]},
+    }});
+    let path = root.join(".mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let home = root.join("home");
+    for name in ["everything", "py"] {
+        let enabled = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+            .args(["--config", path.to_str().unwrap(), "enable", name])
+            .env("MCPVISOR_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            enabled.status.success(),
+            "{}",
+            String::from_utf8_lossy(&enabled.stderr)
+        );
+    }
+    (path, home)
+}
+
+#[test]
+fn the_gateway_serves_one_flat_view_of_resources_and_prompts() {
+    let (config, home) = project();
+    let mut child = Command::new(peers_dir().join("venv/bin/python"))
+        .arg(peers_dir().join("clients/python_resources.py"))
+        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["serve", "--stdio", "--config", config.to_str().unwrap()])
+        .args(["--home", home.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the Python client did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+
+    let caps = &out["capabilities"];
+    assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+    assert!(
+        caps["prompts"].is_object() && caps["completions"].is_object(),
+        "{caps}"
+    );
+    let resources = out["resources"].as_array().unwrap();
+    assert!(
+        resources.contains(&json!({"uri": "note://greeting", "server": "py"})),
+        "{resources:?}"
+    );
+    assert!(
+        resources.contains(&json!({"uri": "demo://resource/static/document/architecture.md", "server": "everything"})),
+        "{resources:?}"
+    );
+    let templates = out["templates"].to_string();
+    assert!(
+        templates.contains("note://{name}")
+            && templates.contains("demo://resource/dynamic/text/{resourceId}"),
+        "{templates}"
+    );
+    // Listed, template-filled and another server's resource, each from its own server.
+    assert_eq!(out["reads"]["note://greeting"], "Hello from the Python SDK");
+    assert_eq!(out["reads"]["note://cats"], "Note cats");
+    assert!(
+        out["reads"]["demo://resource/static/document/architecture.md"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    assert!(
+        out["missing"]
+            .as_str()
+            .unwrap()
+            .contains("resource not found"),
+        "{}",
+        out["missing"]
+    );
+    let prompts = out["prompts"].to_string();
+    assert!(
+        prompts.contains("mcp__py__review") && prompts.contains("mcp__everything__args-prompt"),
+        "{prompts}"
+    );
+    assert_eq!(out["prompt"], "Please review this rust code:\nfn main() {}");
+    assert_eq!(out["completion"], json!(["Sales", "Support"]));
+    assert_eq!(
+        out["updates"],
+        json!(["demo://resource/static/document/architecture.md"])
+    );
+}
