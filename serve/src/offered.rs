@@ -26,7 +26,7 @@ pub const SERVER_META: &str = "mcpvisor/server";
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// Whether `method` is one of these.
-pub(crate) fn handles(method: &str) -> bool {
+pub fn handles(method: &str) -> bool {
     matches!(
         method,
         methods::RESOURCES_LIST
@@ -38,14 +38,15 @@ pub(crate) fn handles(method: &str) -> bool {
     )
 }
 
-/// Answers one of the methods [`handles`].
-pub(crate) async fn answer(
+/// Answers one of the methods [`handles`] for `host`, as the gateway does (the
+/// CLI uses it too, so its one-shot and attached answers are the same).
+pub async fn answer(
     host: &Host,
     naming: Naming,
     page_size: usize,
     method: &str,
     params: Option<&Value>,
-) -> Outcome {
+) -> Result<Value, ErrorObject> {
     let cursor = cursor(params)?;
     match method {
         methods::RESOURCES_LIST => {
@@ -60,7 +61,15 @@ pub(crate) async fn answer(
         }
         methods::RESOURCES_READ => {
             let uri = string_param(params, "uri")?;
-            let server = owner(host, uri).await?;
+            // A client that knows the server (the CLI's `read <server> <uri>`) says so.
+            let named = params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(SERVER_META))
+                .and_then(Value::as_str);
+            let server = match named {
+                Some(server) => Arc::from(server),
+                None => owner(host, uri).await?,
+            };
             let read = host
                 .read_resource(&server, uri)
                 .await

@@ -7,6 +7,7 @@
 mod answers;
 mod attached;
 mod live;
+mod offered;
 mod offline;
 mod output;
 mod serve;
@@ -110,6 +111,34 @@ enum Command {
         /// Call timeout in milliseconds (default: the server's request timeout).
         #[arg(long)]
         timeout_ms: Option<u64>,
+    },
+    /// List the resources and resource templates of every server, or of one.
+    Resources {
+        /// Only this server's.
+        server: Option<String>,
+    },
+    /// Read a resource of a server: text to stdout; binary contents need -o FILE.
+    Read {
+        /// The server's name.
+        server: String,
+        /// The resource's URI (listed, or filled in from a template).
+        uri: String,
+        /// Write the contents to this file instead.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// List the prompts of every server, or of one (named mcp__<server>__<prompt>).
+    Prompts {
+        /// Only this server's.
+        server: Option<String>,
+    },
+    /// Fill in a prompt: mcpvisor prompt mcp__everything__args-prompt '{"city":"Lisbon"}'.
+    Prompt {
+        /// The qualified name, mcp__<server>__<prompt>.
+        name: String,
+        /// The arguments as a JSON object of strings.
+        #[arg(default_value = "{}")]
+        arguments: String,
     },
     /// Print events as they happen until Ctrl-C.
     Watch,
@@ -247,6 +276,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         command => command,
     };
+    // Read before any server starts: a typo costs nothing.
+    let prompt_arguments = match &command {
+        Command::Prompt { arguments, .. } => offered::prompt_arguments(arguments)?,
+        _ => Default::default(),
+    };
     let attached = if cli.no_attach {
         None
     } else {
@@ -273,6 +307,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 .await
             }
             Command::Watch => attached::watch(&mut client, cli.json, &mut stop).await,
+            command @ (Command::Resources { .. }
+            | Command::Read { .. }
+            | Command::Prompts { .. }
+            | Command::Prompt { .. }) => {
+                offered_command(
+                    command,
+                    offered::Via::Serve(&mut client),
+                    prompt_arguments,
+                    cli.json,
+                )
+                .await
+            }
             Command::Restart { name } => attached::restart(&mut client, &name).await,
             Command::Reload => attached::reload(&mut client, cli.json).await,
             Command::Servers => {
@@ -334,12 +380,45 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                     arguments,
                     timeout_ms,
                 } => live::call(&host, &name, &arguments, timeout_ms, cli.json, &mut stop).await,
+                command @ (Command::Resources { .. }
+                | Command::Read { .. }
+                | Command::Prompts { .. }
+                | Command::Prompt { .. }) => {
+                    let via = offered::Via::Host(&host);
+                    match offered_command(command, via, prompt_arguments, cli.json).await {
+                        Ok(code) => code,
+                        Err(Failure(message, code)) => {
+                            eprintln!("mcpvisor: {}", output::clean(&message));
+                            ExitCode::from(code)
+                        }
+                    }
+                }
                 _ => ExitCode::SUCCESS,
             }
         }
     };
     host.shutdown().await;
     Ok(code)
+}
+
+/// `resources`, `read`, `prompts` or `prompt`, by whichever way the servers are reached.
+async fn offered_command(
+    command: Command,
+    via: offered::Via<'_>,
+    prompt_arguments: serde_json::Map<String, serde_json::Value>,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Resources { server } => offered::resources(via, server.as_deref(), json).await,
+        Command::Read {
+            server,
+            uri,
+            output,
+        } => offered::read(via, &server, &uri, output.as_deref(), json).await,
+        Command::Prompts { server } => offered::prompts(via, server.as_deref(), json).await,
+        Command::Prompt { name, .. } => offered::prompt(via, &name, prompt_arguments, json).await,
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 /// A session with the running `serve` for this configuration, if there is one.
