@@ -275,3 +275,46 @@ async fn a_list_changed_notice_is_an_event_and_the_next_listing_is_fresh() {
     assert_eq!(after, before + 1);
     host.shutdown().await;
 }
+
+/// The demo server honours `logging/setLevel` and says when it held a message
+/// back: the host's default level reaches every new connection, and a level
+/// set per server replaces it, also after a restart.
+#[tokio::test]
+async fn the_default_log_level_is_asked_of_every_connection() {
+    let mut options = fast_options();
+    options.log_level = Some(LogLevel::Warning);
+    let host = Host::start(vec![demo("demo", &[])], options).await.unwrap();
+    host.wait_ready(Duration::from_secs(30)).await;
+    let log = |level: &'static str| {
+        let host = host.clone();
+        async move {
+            call(
+                &host,
+                "mcp__demo__log",
+                serde_json::json!({"level": level, "message": "m"}),
+            )
+            .await
+            .unwrap()
+            .text()
+        }
+    };
+    assert_eq!(log("info").await, "not sent: below warning");
+    assert_eq!(log("error").await, "logged");
+    host.set_log_level("demo", LogLevel::Debug).await.unwrap();
+    assert_eq!(log("info").await, "logged");
+    // A new process starts knowing nothing: mcpvisor asks again, with the level set last.
+    let pid = host.servers()[0].pid.unwrap();
+    kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
+    let back = support::eventually(Duration::from_secs(30), || {
+        let s = &host.servers()[0];
+        s.state == mcpvisor::ServerState::Ready && s.pid.is_some_and(|p| p != pid)
+    })
+    .await;
+    assert!(back, "the demo server did not come back");
+    assert_eq!(log("info").await, "logged");
+    host.set_log_level("demo", LogLevel::Critical)
+        .await
+        .unwrap();
+    assert_eq!(log("error").await, "not sent: below critical");
+    host.shutdown().await;
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
 use mcpvisor_actors::{RestartPolicy, SupervisorOptions};
+use mcpvisor_protocol::logging::LogLevel;
 
 /// The settings with their keys (as in `settings.toml`; the environment variable
 /// is `MCPVISOR_` + the key in upper case) and defaults.
@@ -76,6 +77,7 @@ pub struct Settings {
     values: HashMap<&'static str, (u64, Source)>,
     env_passthrough: (Vec<String>, Source),
     sampling_command: (Option<String>, Source),
+    log_level: (Option<LogLevel>, Source),
 }
 
 /// The key of the host variables every stdio server also gets (a list of names:
@@ -86,6 +88,31 @@ pub const ENV_PASSTHROUGH: &str = "env_passthrough";
 /// string in `settings.toml` or `MCPVISOR_SAMPLING_COMMAND`; empty means unset).
 /// Unset, the CLI declines sampling.
 pub const SAMPLING_COMMAND: &str = "sampling_command";
+
+/// The key of the log level asked of every server that offers logging
+/// (`logging/setLevel` once it is ready): one of debug, info, notice, warning,
+/// error, critical, alert, emergency, in `settings.toml` or
+/// `MCPVISOR_LOG_LEVEL`. Unset, servers send what they send by default.
+pub const LOG_LEVEL: &str = "log_level";
+
+/// A string setting from the environment, else the file, else unset; an empty
+/// value is unset (so the environment can switch off the file's value).
+fn string_setting(
+    key: &str,
+    env: &HashMap<String, String>,
+    file_layer: &Config,
+    file: &Path,
+) -> Result<(Option<String>, Source), SettingsError> {
+    let (value, source) = match env.get(&env_var(key)) {
+        Some(value) => (Some(value.clone()), Source::Environment(env_var(key))),
+        None => match file_layer.get::<String>(key) {
+            Ok(value) => (Some(value), Source::File(file.to_path_buf())),
+            Err(config::ConfigError::NotFound(_)) => (None, Source::Default),
+            Err(e) => return Err(SettingsError::Invalid(format!("`{key}`: {e}"))),
+        },
+    };
+    Ok((value.filter(|v| !v.trim().is_empty()), source))
+}
 
 impl Settings {
     /// Loads the layers from the process environment.
@@ -186,31 +213,28 @@ impl Settings {
                 "`{ENV_PASSTHROUGH}`: {bad:?} is not a variable name"
             )));
         }
-        let sampling_command = match env.get(&env_var(SAMPLING_COMMAND)) {
-            Some(command) => (
-                Some(command.clone()),
-                Source::Environment(env_var(SAMPLING_COMMAND)),
-            ),
-            None => match file_layer.get::<String>(SAMPLING_COMMAND) {
-                Ok(command) => (Some(command), Source::File(file.clone())),
-                Err(config::ConfigError::NotFound(_)) => (None, Source::Default),
-                Err(e) => {
-                    return Err(SettingsError::Invalid(format!("`{SAMPLING_COMMAND}`: {e}")));
-                }
-            },
+        let sampling_command = string_setting(SAMPLING_COMMAND, env, &file_layer, &file)?;
+        let (level, level_source) = string_setting(LOG_LEVEL, env, &file_layer, &file)?;
+        let level = match level {
+            Some(name) => Some(name.parse::<LogLevel>().map_err(|e| {
+                SettingsError::Invalid(format!("`{LOG_LEVEL}` ({level_source}): {e}"))
+            })?),
+            None => None,
         };
-        // An empty value lets the environment switch off the file's command.
-        let sampling_command = (
-            sampling_command.0.filter(|c| !c.trim().is_empty()),
-            sampling_command.1,
-        );
+        let log_level = (level, level_source);
         Ok(Settings {
             home,
             home_source,
             values,
             env_passthrough,
             sampling_command,
+            log_level,
         })
+    }
+
+    /// The level asked of every server that offers logging, if set, and where it came from.
+    pub fn log_level(&self) -> (Option<LogLevel>, &Source) {
+        (self.log_level.0, &self.log_level.1)
     }
 
     /// The host variables every stdio server also gets, and where the list came from.
@@ -257,6 +281,7 @@ impl Settings {
             ..RestartPolicy::default()
         };
         options.stdio.env_passthrough = self.env_passthrough.0.clone();
+        options.log_level = self.log_level.0;
         options
     }
 }
@@ -347,6 +372,37 @@ mod tests {
         assert_eq!(s.env_passthrough().0, ["A", "B"]);
         env.insert("MCPVISOR_ENV_PASSTHROUGH".into(), "A,B=1".into());
         assert!(Settings::load_with(&Overrides::default(), &env).is_err());
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn the_log_level_is_one_of_the_eight_and_reaches_the_supervisor() {
+        let home = std::env::temp_dir().join(format!("mcpvisor-level-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let mut env: HashMap<String, String> = [(
+            "MCPVISOR_HOME".to_string(),
+            home.to_str().unwrap().to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.log_level(), (None, &Source::Default));
+        assert_eq!(s.supervisor_options().log_level, None);
+        std::fs::write(home.join("settings.toml"), "log_level = \"warning\"\n").unwrap();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.supervisor_options().log_level, Some(LogLevel::Warning));
+        env.insert("MCPVISOR_LOG_LEVEL".into(), "debug".into());
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(
+            s.log_level(),
+            (
+                Some(LogLevel::Debug),
+                &Source::Environment("MCPVISOR_LOG_LEVEL".into())
+            )
+        );
+        env.insert("MCPVISOR_LOG_LEVEL".into(), "loud".into());
+        let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
+        assert!(err.to_string().contains("log_level"), "{err}");
         let _ = std::fs::remove_dir_all(&home);
     }
 

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use mcpvisor_protocol::jsonrpc::{ErrorObject, Message, RequestId, Response, error_codes};
+use mcpvisor_protocol::logging::LogLevel;
 use mcpvisor_protocol::messages::methods;
 use serde_json::{Map, Number, Value, json};
 
@@ -76,6 +77,18 @@ pub(crate) async fn call_tool(shared: &Shared, call: &ToolCall) -> Result<Value,
         ToolKind::Log => {
             let level = args.opt_str("level")?.unwrap_or("info");
             let message = args.str("message")?;
+            // As the specification asks: nothing quieter than the client's level.
+            let floor = *lock(&shared.log_level);
+            let quieter = match (level.parse::<LogLevel>(), floor) {
+                (Ok(level), Some(floor)) => level < floor,
+                _ => false,
+            };
+            if quieter {
+                return Ok(text(&format!(
+                    "not sent: below {}",
+                    floor.map_or("", |f| f.as_str())
+                )));
+            }
             let params = json!({ "level": level, "logger": "demo", "data": message });
             shared.outbox.notify(methods::LOG_MESSAGE, params).await;
             Ok(text("logged"))

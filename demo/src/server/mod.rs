@@ -27,6 +27,7 @@ use std::time::Duration;
 use mcpvisor_protocol::jsonrpc::{
     ErrorResponse, Notification, Request, RequestId, Response, error_codes,
 };
+use mcpvisor_protocol::logging::LogLevel;
 use mcpvisor_protocol::messages::methods;
 use mcpvisor_protocol::{
     FrameDecoder, Incoming, Message, MessageError, PROTOCOL_VERSION, STDIO_FRAME_LIMIT,
@@ -249,7 +250,21 @@ impl Server {
         let answer = match method.as_str() {
             methods::INITIALIZE => return self.initialize(id).await,
             methods::TOOLS_CALL => return self.start_call(id, params).await,
-            methods::PING | "logging/setLevel" => Ok(json!({})),
+            methods::PING => Ok(json!({})),
+            methods::SET_LOG_LEVEL => {
+                let level = params
+                    .as_ref()
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str)
+                    .and_then(|l| l.parse::<LogLevel>().ok());
+                match level {
+                    Some(level) => {
+                        *lock(&self.shared.log_level) = Some(level);
+                        Ok(json!({}))
+                    }
+                    None => Err((error_codes::INVALID_PARAMS, "unknown log level".into())),
+                }
+            }
             methods::TOOLS_LIST => self.list_tools(params.as_ref()),
             other => Err((
                 error_codes::METHOD_NOT_FOUND,

@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     cancellations: Mutex<Vec<Value>>,
     /// Woken whenever a call leaves `in_flight`, so shutdown can wait for idleness.
     idle: Notify,
+    /// The level the client set (`logging/setLevel`): quieter messages are not sent.
+    pub(crate) log_level: Mutex<Option<mcpvisor_protocol::logging::LogLevel>>,
 }
 
 /// Locks ignoring poisoning: every critical section here leaves the data valid.
@@ -114,6 +116,7 @@ impl Shared {
             in_flight: Mutex::new(HashMap::new()),
             cancellations: Mutex::new(Vec::new()),
             idle: Notify::new(),
+            log_level: Mutex::new(None),
         }
     }
 

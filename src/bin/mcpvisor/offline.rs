@@ -210,6 +210,8 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
         all.push(json!({"key": mcpvisor::settings::ENV_PASSTHROUGH, "value": names, "source": source.to_string()}));
         let (command, source) = settings.sampling_command();
         all.push(json!({"key": mcpvisor::settings::SAMPLING_COMMAND, "value": command, "source": source.to_string()}));
+        let (level, source) = settings.log_level();
+        all.push(json!({"key": mcpvisor::settings::LOG_LEVEL, "value": level.map(|l| l.as_str()), "source": source.to_string()}));
         println!("{}", Value::Array(all));
     } else {
         println!(
@@ -232,6 +234,12 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
             "{:<28} {:<24} {source}",
             mcpvisor::settings::SAMPLING_COMMAND,
             crate::output::clean_line(command.unwrap_or("(unset)"))
+        );
+        let (level, source) = settings.log_level();
+        println!(
+            "{:<28} {:<24} {source}",
+            mcpvisor::settings::LOG_LEVEL,
+            level.map_or("(unset)", |l| l.as_str())
         );
     }
     ExitCode::SUCCESS
