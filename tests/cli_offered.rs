@@ -64,9 +64,18 @@ fn check_commands(dir: &Path) {
 
     let out = run(dir, &["--json", "resources", "py"]);
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed["resources"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["resources"].as_array().unwrap().len(), 2, "{listed}");
     assert_eq!(listed["resources"][0]["_meta"]["mcpvisor/server"], "py");
     assert_eq!(listed["templates"][0]["uriTemplate"], "note://{name}");
+
+    // A server's text reaches the terminal with its control characters escaped.
+    let out = run(dir, &["read", "py", "note://hostile"]);
+    let shown = text(&out.stdout);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("before\\u{1b}]0;pwned"), "{shown:?}");
 
     let out = run(dir, &["read", "py", "note://cats"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -174,8 +183,8 @@ fn one_shot_commands_list_read_and_fill_in() {
 fn attached_commands_reach_the_running_serve() {
     let dir = project("attached");
     let mut serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
-    // The file now names a command that cannot start (and is not approved):
-    // only the servers the running serve started can answer.
+    // The file now names commands that cannot start: only the servers the
+    // running serve started can answer.
     let broken = json!({"mcpServers": {
         "everything": {"command": "/nonexistent/node", "args": []},
         "py": {"command": "/nonexistent/python", "args": []},

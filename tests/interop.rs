@@ -165,7 +165,10 @@ async fn python_resources_and_prompts(host: &Host) {
         .iter()
         .map(|r| (&*r.server, r.resource.uri.as_str()))
         .collect();
-    assert_eq!(uris, vec![("py", "note://greeting")]);
+    assert_eq!(
+        uris,
+        vec![("py", "note://greeting"), ("py", "note://hostile")]
+    );
     let read = host.read_resource("py", "note://greeting").await.unwrap();
     assert!(
         matches!(&read.contents[..], [ResourceContents::Text { text, .. }] if text == "Hello from the Python SDK"),

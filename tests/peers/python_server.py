@@ -47,6 +47,12 @@ def greeting() -> str:
     return "Hello from the Python SDK"
 
 
+@server.resource("note://hostile", mime_type="text/plain")
+def hostile() -> str:
+    """Text that would retitle a terminal and move its cursor if printed raw."""
+    return "before\x1b]0;pwned\x07\x1b[2Aafter"
+
+
 @server.resource("note://{name}")
 def note(name: str) -> str:
     """A note made from its name."""
