@@ -8,7 +8,6 @@
 //! kind runs at a time; hosts asking meanwhile wait for it and share its answer.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcpvisor_protocol::listing::{ListingBounds, ListingLimits, json_size};
@@ -26,6 +25,8 @@ use crate::status::ServerId;
 /// Which of the optional features a server declared in `initialize`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Offers {
+    /// `tools`.
+    pub tools: bool,
     /// `resources`: list, templates, read.
     pub resources: bool,
     /// `resources.subscribe`.
@@ -43,6 +44,7 @@ impl Offers {
     pub fn from_capabilities(caps: &ServerCapabilities) -> Offers {
         let resources = caps.other.get("resources").filter(|v| v.is_object());
         Offers {
+            tools: caps.tools.as_ref().is_some_and(Value::is_object),
             resources: resources.is_some(),
             subscribe: resources
                 .and_then(|r| r.get("subscribe"))
@@ -66,25 +68,34 @@ pub(crate) struct ServerList<T> {
 struct Kept<T> {
     /// Held while a listing runs, so hosts asking together share one.
     gate: tokio::sync::Mutex<()>,
-    value: parking_lot::Mutex<Option<Arc<ServerList<T>>>>,
-    /// Bumped on each change notice: a listing that began before it is not kept.
-    changes: AtomicU64,
+    value: parking_lot::Mutex<Held<T>>,
+}
+
+/// The kept list and how many change notices came so far (a listing that
+/// began before a notice is not kept). One lock for both, so a notice cannot
+/// fall between the check and the store.
+struct Held<T> {
+    list: Option<Arc<ServerList<T>>>,
+    changes: u64,
 }
 
 impl<T> Default for Kept<T> {
     fn default() -> Self {
         Kept {
             gate: tokio::sync::Mutex::new(()),
-            value: parking_lot::Mutex::new(None),
-            changes: AtomicU64::new(0),
+            value: parking_lot::Mutex::new(Held {
+                list: None,
+                changes: 0,
+            }),
         }
     }
 }
 
 impl<T: DeserializeOwned> Kept<T> {
     fn forget(&self) {
-        self.changes.fetch_add(1, Ordering::AcqRel);
-        *self.value.lock() = None;
+        let mut held = self.value.lock();
+        held.changes += 1;
+        held.list = None;
     }
 
     async fn get(
@@ -93,17 +104,21 @@ impl<T: DeserializeOwned> Kept<T> {
         method: &'static str,
         key: &'static str,
     ) -> Result<Arc<ServerList<T>>, CallError> {
-        if let Some(kept) = self.value.lock().clone() {
+        if let Some(kept) = self.value.lock().list.clone() {
             return Ok(kept);
         }
         let _turn = self.gate.lock().await;
-        if let Some(kept) = self.value.lock().clone() {
-            return Ok(kept);
-        }
-        let before = self.changes.load(Ordering::Acquire);
+        let before = {
+            let held = self.value.lock();
+            if let Some(kept) = held.list.clone() {
+                return Ok(kept);
+            }
+            held.changes
+        };
         let list = Arc::new(list_all(link, method, key).await?);
-        if self.changes.load(Ordering::Acquire) == before {
-            *self.value.lock() = Some(list.clone());
+        let mut held = self.value.lock();
+        if held.changes == before {
+            held.list = Some(list.clone());
         }
         Ok(list)
     }

@@ -11,6 +11,20 @@ use parking_lot::Mutex;
 /// Most resources a host may subscribe to on one server.
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 1024;
 
+/// Longest URI a host may subscribe to (each is kept and sent again on every restart).
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// What recording a subscription did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// A new subscription.
+    Added,
+    /// It was there already.
+    Existing,
+    /// The server has as many as allowed.
+    Full,
+}
+
 #[derive(Default)]
 pub(crate) struct Standing {
     subscriptions: Mutex<HashMap<Arc<str>, BTreeSet<String>>>,
@@ -27,18 +41,18 @@ impl Standing {
         }
     }
 
-    /// Records a subscription; false if the server has as many as allowed.
-    pub(crate) fn subscribe(&self, server: &Arc<str>, uri: &str) -> bool {
+    /// Records a subscription, under one lock with the check.
+    pub(crate) fn subscribe(&self, server: &Arc<str>, uri: &str) -> Recorded {
         let mut all = self.subscriptions.lock();
         let mine = all.entry(server.clone()).or_default();
         if mine.contains(uri) {
-            return true;
+            return Recorded::Existing;
         }
         if mine.len() >= MAX_SUBSCRIPTIONS {
-            return false;
+            return Recorded::Full;
         }
         mine.insert(uri.to_string());
-        true
+        Recorded::Added
     }
 
     /// Forgets a subscription; false if there was none.
@@ -94,14 +108,17 @@ mod tests {
         let standing = Standing::new(Some(LogLevel::Warning));
         let a: Arc<str> = Arc::from("a");
         for i in 0..MAX_SUBSCRIPTIONS {
-            assert!(standing.subscribe(&a, &format!("x://{i}")));
+            assert_eq!(standing.subscribe(&a, &format!("x://{i}")), Recorded::Added);
         }
-        assert!(standing.subscribe(&a, "x://0"), "a repeat is not a new one");
-        assert!(!standing.subscribe(&a, "x://new"));
-        assert!(standing.subscribe(&Arc::from("b"), "x://new"));
+        assert_eq!(standing.subscribe(&a, "x://0"), Recorded::Existing);
+        assert_eq!(standing.subscribe(&a, "x://new"), Recorded::Full);
+        assert_eq!(
+            standing.subscribe(&Arc::from("b"), "x://new"),
+            Recorded::Added
+        );
         assert!(standing.unsubscribe("a", "x://0"));
         assert!(!standing.unsubscribe("a", "x://0"));
-        assert!(standing.subscribe(&a, "x://new"));
+        assert_eq!(standing.subscribe(&a, "x://new"), Recorded::Added);
         assert_eq!(standing.subscriptions("a").len(), MAX_SUBSCRIPTIONS);
         assert_eq!(standing.level("a"), Some(LogLevel::Warning));
         standing.set_level(&a, LogLevel::Debug);

@@ -50,12 +50,12 @@ pub async fn answer(
     let cursor = cursor(params)?;
     match method {
         methods::RESOURCES_LIST => {
-            let entries = flat_resources(host).await;
+            let entries = flat_resources(host).await.flat;
             let items = entries.into_values().filter_map(|e| e.ok()).collect();
             page(items, "resources", cursor, page_size)
         }
         methods::RESOURCE_TEMPLATES_LIST => {
-            let entries = flat_templates(host).await;
+            let entries = flat_templates(host).await.flat;
             let items = entries.into_values().filter_map(|e| e.ok()).collect();
             page(items, "resourceTemplates", cursor, page_size)
         }
@@ -110,24 +110,44 @@ pub async fn answer(
     }
 }
 
-/// The server that serves `uri`, for reads and subscriptions.
+/// The server that serves `uri`, for reads and subscriptions. A guess from
+/// templates is made only when every server could be listed: a server whose
+/// listing failed may be the one that has it.
 pub(crate) async fn owner(host: &Host, uri: &str) -> Result<Arc<str>, ErrorObject> {
-    match flat_resources(host).await.remove(uri) {
-        Some(Ok(entry)) => return Ok(server_of(&entry)),
-        Some(Err(servers)) => return Err(not_found(uri, Some(&servers))),
+    let resources = flat_resources(host).await;
+    match resources.flat.get(uri) {
+        Some(Ok(entry)) => return Ok(server_of(entry)),
+        Some(Err(servers)) => return Err(not_found(uri, Some(servers))),
         None => {}
     }
+    let templates = flat_templates(host).await;
+    let unlisted: Vec<&Arc<str>> = resources.failed.iter().chain(&templates.failed).collect();
+    if let Some(server) = unlisted.first() {
+        return Err(ErrorObject {
+            code: RESOURCE_NOT_FOUND,
+            message: format!(
+                "resource {uri:?} is not listed, and server `{server}` could not be listed to find it"
+            ),
+            data: None,
+        });
+    }
+    // The longest fixed beginning wins; a template two servers share claims for both.
     let mut best: Vec<(usize, Arc<str>)> = Vec::new();
-    for (template, entry) in flat_templates(host).await {
-        let Ok(entry) = entry else { continue };
+    for (template, entry) in &templates.flat {
         let fixed = template.split('{').next().unwrap_or("");
         if fixed.is_empty() || !uri.starts_with(fixed) {
             continue;
         }
-        match best.first() {
-            Some((len, _)) if *len > fixed.len() => {}
-            Some((len, _)) if *len == fixed.len() => best.push((fixed.len(), server_of(&entry))),
-            _ => best = vec![(fixed.len(), server_of(&entry))],
+        let claimants = match entry {
+            Ok(entry) => vec![server_of(entry)],
+            Err(servers) => servers.clone(),
+        };
+        for server in claimants {
+            match best.first() {
+                Some((len, _)) if *len > fixed.len() => {}
+                Some((len, _)) if *len == fixed.len() => best.push((fixed.len(), server)),
+                _ => best = vec![(fixed.len(), server)],
+            }
         }
     }
     best.sort();
@@ -165,7 +185,7 @@ async fn complete(host: &Host, naming: Naming, params: Option<&Value>) -> Outcom
         }
         Some("ref/resource") => {
             let uri = text(reference, "uri")?;
-            let server = match flat_templates(host).await.remove(&uri) {
+            let server = match flat_templates(host).await.flat.remove(&uri) {
                 Some(Ok(entry)) => server_of(&entry),
                 Some(Err(servers)) => return Err(not_found(&uri, Some(&servers))),
                 None => return Err(not_found(&uri, None)),
@@ -190,20 +210,32 @@ async fn complete(host: &Host, naming: Naming, params: Option<&Value>) -> Outcom
 /// Each key (URI or template) with its one entry, or the servers that share it.
 type Flat = BTreeMap<String, Result<Value, Vec<Arc<str>>>>;
 
-async fn flat_resources(host: &Host) -> Flat {
-    let catalog = host.resources().await;
-    flatten(catalog.entries.into_iter().map(|r| {
-        let key = r.resource.uri.clone();
-        (key, r.server, serde_json::to_value(&r.resource))
-    }))
+/// The flat view of one kind, and the servers that could not be listed.
+struct View {
+    flat: Flat,
+    failed: Vec<Arc<str>>,
 }
 
-async fn flat_templates(host: &Host) -> Flat {
+async fn flat_resources(host: &Host) -> View {
+    let catalog = host.resources().await;
+    View {
+        flat: flatten(catalog.entries.into_iter().map(|r| {
+            let key = r.resource.uri.clone();
+            (key, r.server, serde_json::to_value(&r.resource))
+        })),
+        failed: catalog.failed.into_iter().map(|(s, _)| s).collect(),
+    }
+}
+
+async fn flat_templates(host: &Host) -> View {
     let catalog = host.resource_templates().await;
-    flatten(catalog.entries.into_iter().map(|t| {
-        let key = t.template.uri_template.clone();
-        (key, t.server, serde_json::to_value(&t.template))
-    }))
+    View {
+        flat: flatten(catalog.entries.into_iter().map(|t| {
+            let key = t.template.uri_template.clone();
+            (key, t.server, serde_json::to_value(&t.template))
+        })),
+        failed: catalog.failed.into_iter().map(|(s, _)| s).collect(),
+    }
 }
 
 fn flatten(entries: impl Iterator<Item = (String, Arc<str>, serde_json::Result<Value>)>) -> Flat {
@@ -328,7 +360,13 @@ fn not_found(uri: &str, shared_by: Option<&[Arc<str>]>) -> ErrorObject {
 pub(crate) fn upstream_error(e: CallError) -> ErrorObject {
     match e {
         CallError::Rpc { error, .. } => error,
+        e @ (CallError::UnknownServer(_) | CallError::UnknownPrompt(_)) => invalid(e.to_string()),
         CallError::InvalidRequest(message) => invalid(message),
+        e @ CallError::NotOffered { .. } => ErrorObject {
+            code: error_codes::METHOD_NOT_FOUND,
+            message: e.to_string(),
+            data: None,
+        },
         e => ErrorObject {
             code: error_codes::INTERNAL_ERROR,
             message: e.to_string(),

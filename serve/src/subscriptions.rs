@@ -2,6 +2,13 @@
 //! subscription per resource while any session wants it; each session hears
 //! `notifications/resources/updated` only for what it subscribed to, and what
 //! it held is released when it ends.
+//!
+//! Counting and asking the host happen under one gateway-wide lock, so a
+//! session that subscribes while another's subscribe is under way (or while a
+//! closed session's release is) sees the outcome and acts on it: the host is
+//! never left unsubscribed while a session believes otherwise. Subscriptions
+//! are rare next to calls; a server slow to answer one holds up the others
+//! for at most its request timeout.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -22,20 +29,22 @@ pub(crate) type Key = (Arc<str>, String);
 
 /// How many sessions want each resource.
 #[derive(Default)]
-pub(crate) struct Subscribers(Mutex<HashMap<Key, usize>>);
+pub(crate) struct Subscribers(Arc<tokio::sync::Mutex<Counts>>);
 
-impl Subscribers {
+#[derive(Default)]
+struct Counts(HashMap<Key, usize>);
+
+impl Counts {
     /// Counts one more session; true for the first.
-    fn add(&self, key: &Key) -> bool {
-        let mut all = self.0.lock();
-        let count = all.entry(key.clone()).or_default();
+    fn add(&mut self, key: &Key) -> bool {
+        let count = self.0.entry(key.clone()).or_default();
         *count += 1;
         *count == 1
     }
 
     /// Counts one session fewer; true for the last.
-    fn remove(&self, key: &Key) -> bool {
-        let mut all = self.0.lock();
+    fn remove(&mut self, key: &Key) -> bool {
+        let all = &mut self.0;
         match all.get_mut(key) {
             Some(count) if *count > 1 => {
                 *count -= 1;
@@ -70,8 +79,9 @@ pub(crate) async fn subscribe(
 ) -> Outcome {
     let uri = uri(params)?;
     let key = (owner(host, uri).await?, uri.to_string());
+    let mut counts = all.0.lock().await;
     {
-        let mut held = mine.0.lock();
+        let held = mine.0.lock();
         if held.contains(&key) {
             return Ok(json!({}));
         }
@@ -82,15 +92,14 @@ pub(crate) async fn subscribe(
                 data: None,
             });
         }
-        held.insert(key.clone());
     }
-    if all.add(&key) {
+    if counts.add(&key) {
         if let Err(e) = host.subscribe(&key.0, uri).await {
-            all.remove(&key);
-            mine.0.lock().remove(&key);
+            counts.remove(&key);
             return Err(upstream_error(e));
         }
     }
+    mine.0.lock().insert(key);
     Ok(json!({}))
 }
 
@@ -102,10 +111,17 @@ pub(crate) async fn unsubscribe(
     params: Option<&Value>,
 ) -> Outcome {
     let uri = uri(params)?;
-    let key = mine.0.lock().iter().find(|(_, u)| u == uri).cloned();
-    if let Some(key) = key {
+    let mut counts = all.0.lock().await;
+    let keys: Vec<Key> = mine
+        .0
+        .lock()
+        .iter()
+        .filter(|(_, u)| u == uri)
+        .cloned()
+        .collect();
+    for key in keys {
         mine.0.lock().remove(&key);
-        if all.remove(&key) {
+        if counts.remove(&key) {
             let _ = host.unsubscribe(&key.0, uri).await;
         }
     }
@@ -115,15 +131,17 @@ pub(crate) async fn unsubscribe(
 /// Releases everything a session that ended held.
 pub(crate) fn release(host: &Host, all: &Subscribers, mine: &Mine) {
     let held: Vec<Key> = mine.0.lock().drain().collect();
-    let last: Vec<Key> = held.into_iter().filter(|k| all.remove(k)).collect();
-    if last.is_empty() {
+    if held.is_empty() {
         return;
     }
-    let host = host.clone();
+    let (host, counts) = (host.clone(), all.0.clone());
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
-            for (server, uri) in last {
-                let _ = host.unsubscribe(&server, &uri).await;
+            let mut counts = counts.lock().await;
+            for key in held {
+                if counts.remove(&key) {
+                    let _ = host.unsubscribe(&key.0, &key.1).await;
+                }
             }
         });
     }
@@ -146,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_host_subscribes_for_the_first_session_and_releases_with_the_last() {
-        let all = Subscribers::default();
+        let mut all = Counts::default();
         let key: Key = (Arc::from("s"), "x://1".into());
         assert!(all.add(&key));
         assert!(!all.add(&key));

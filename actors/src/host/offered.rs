@@ -20,7 +20,21 @@ use serde_json::{Map, Value};
 use super::Host;
 use crate::catalog::{ServerLink, ServerList};
 use crate::error::CallError;
-use crate::standing::MAX_SUBSCRIPTIONS;
+use crate::standing::{MAX_SUBSCRIPTIONS, MAX_URI_BYTES, Recorded, Standing};
+use crate::status::ServerState;
+
+/// Withdraws a recorded subscription when dropped.
+struct Undo<'a> {
+    standing: &'a Standing,
+    server: &'a str,
+    uri: &'a str,
+}
+
+impl Drop for Undo<'_> {
+    fn drop(&mut self) {
+        self.standing.unsubscribe(self.server, self.uri);
+    }
+}
 
 /// What every ready server listed of one kind, sorted, with what could not be listed.
 #[derive(Debug, Clone)]
@@ -145,19 +159,35 @@ impl Host {
     pub async fn subscribe(&self, server: &str, uri: &str) -> Result<(), CallError> {
         let link = self.link(server)?;
         link.require(link.offers.subscribe, "resource subscriptions")?;
-        let standing = &self.0.standing;
-        let new = !standing.is_subscribed(server, uri);
-        if !standing.subscribe(&link.name, uri) {
-            return Err(CallError::Overloaded {
-                server: link.name.clone(),
-                limit: MAX_SUBSCRIPTIONS,
-            });
+        if uri.len() > MAX_URI_BYTES {
+            return Err(CallError::InvalidRequest(format!(
+                "a URI to subscribe to is at most {MAX_URI_BYTES} bytes"
+            )));
         }
+        let standing = &self.0.standing;
+        let added = match standing.subscribe(&link.name, uri) {
+            Recorded::Full => {
+                return Err(CallError::InvalidRequest(format!(
+                    "server `{server}` has {MAX_SUBSCRIPTIONS} subscriptions, as many as a host may hold"
+                )));
+            }
+            Recorded::Added => true,
+            Recorded::Existing => false,
+        };
+        // A subscription this call added is withdrawn unless the server took it,
+        // also when the call is dropped before the answer.
+        let mut undo = added.then(|| Undo {
+            standing,
+            server,
+            uri,
+        });
         let asked = link
             .ask(methods::RESOURCES_SUBSCRIBE, Some(uri_params(uri)))
             .await;
-        if asked.is_err() && new {
-            standing.unsubscribe(server, uri);
+        if asked.is_ok() {
+            if let Some(kept) = undo.take() {
+                std::mem::forget(kept);
+            }
         }
         asked.map(drop)
     }
@@ -285,6 +315,7 @@ impl Host {
             Ok(link) => link,
             Err(CallError::ServerUnavailable { server }) => {
                 self.0.standing.set_level(&server, level);
+                self.level_when_published(server, level);
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -294,6 +325,40 @@ impl Host {
         link.ask(methods::SET_LOG_LEVEL, Some(level.params()))
             .await
             .map(drop)
+    }
+
+    /// A connection between its first report and its publication was asked
+    /// for the level it had then: ask it once more when it is published (an
+    /// idempotent repeat for one that read the new level). Gives up when the
+    /// server settles without a connection, or after a minute.
+    fn level_when_published(&self, server: Arc<str>, level: LogLevel) {
+        let (routes, status) = (self.0.routes.clone(), self.0.status.clone());
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut changed = status.watch();
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                if let Some(link) = routes.load().server(&server).cloned() {
+                    if link.offers.logging {
+                        let _ = link.ask(methods::SET_LOG_LEVEL, Some(level.params())).await;
+                    }
+                    return;
+                }
+                let starting = status
+                    .snapshot()
+                    .iter()
+                    .any(|s| s.name == server && matches!(s.state, ServerState::Starting { .. }));
+                if !starting
+                    || tokio::time::timeout_at(deadline, changed.changed())
+                        .await
+                        .is_err()
+                {
+                    return;
+                }
+            }
+        });
     }
 
     /// The ready server named `server`.

@@ -569,6 +569,16 @@ impl Connection {
                     .map(|page| (bytes, page))
                     .map_err(|e| ConnectionError::Protocol(e.to_string()))
             }
+            // A server that declared no tools (resources or prompts only) may
+            // refuse the listing: it has none, and is ready all the same.
+            Err(_) if !self.offers.tools => Ok((
+                0,
+                ToolsPage {
+                    tools: Vec::new(),
+                    rejected: Vec::new(),
+                    next_cursor: None,
+                },
+            )),
             Err(error) => Err(ConnectionError::Protocol(format!(
                 "tools/list failed: {} (code {})",
                 error.message, error.code
@@ -636,6 +646,9 @@ impl Connection {
             lists: self.lists.clone(),
             limits: self.ctx.options.listing,
         });
+        if listing.initial {
+            self.renew(&link);
+        }
         let report = ToolsReport {
             id: self.id,
             name: self.name.clone(),
@@ -647,7 +660,6 @@ impl Connection {
         };
         self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
         if listing.initial {
-            self.renew();
             self.ready = true;
             if let Some(timer) = self.startup_timer.take() {
                 timer.abort();
@@ -658,28 +670,41 @@ impl Connection {
         }
     }
 
-    /// Asks a new connection what the host asked of the server before.
-    fn renew(&mut self) {
-        let mut asks: Vec<(&'static str, Value, &'static str)> = Vec::new();
-        if self.offers.logging {
-            if let Some(level) = self.ctx.standing.level(&self.name) {
-                asks.push((methods::SET_LOG_LEVEL, level.params(), "the log level"));
-            }
+    /// Asks a new connection what the host asked of the server before: the
+    /// log level ahead of any call, the subscriptions one at a time on the
+    /// lane (with the calls' deadline), so however many there are, at most one
+    /// is waiting for its answer.
+    fn renew(&mut self, link: &Arc<ServerLink>) {
+        if self.offers.logging
+            && let Some(level) = self.ctx.standing.level(&self.name)
+            && let Ok((_, msg)) = self.session.request(
+                methods::SET_LOG_LEVEL,
+                Some(level.params()),
+                Pending::Renewal {
+                    what: "the log level",
+                },
+            )
+        {
+            self.send(&msg);
         }
-        if self.offers.subscribe {
-            for uri in self.ctx.standing.subscriptions(&self.name) {
+        let uris = self.ctx.standing.subscriptions(&self.name);
+        if !self.offers.subscribe || uris.is_empty() {
+            return;
+        }
+        let link = link.clone();
+        tokio::spawn(async move {
+            for uri in uris {
                 let params = mcpvisor_protocol::resources::uri_params(&uri);
-                asks.push((methods::RESOURCES_SUBSCRIBE, params, "a subscription"));
+                match link.ask(methods::RESOURCES_SUBSCRIBE, Some(params)).await {
+                    Ok(_) => {}
+                    Err(e @ (CallError::Rpc { .. } | CallError::InvalidResult { .. })) => {
+                        tracing::warn!(server = %link.name, "renewing a subscription failed: {e}");
+                    }
+                    // The connection is gone or going: the next one renews them all.
+                    Err(_) => return,
+                }
             }
-        }
-        for (method, params, what) in asks {
-            if let Ok((_, msg)) =
-                self.session
-                    .request(method, Some(params), Pending::Renewal { what })
-            {
-                self.send(&msg);
-            }
-        }
+        });
     }
 
     /// Ends the connection: every pending request fails, the actor stops, and the

@@ -265,6 +265,10 @@ impl Server {
                     None => Err((error_codes::INVALID_PARAMS, "unknown log level".into())),
                 }
             }
+            methods::TOOLS_LIST if self.opts.no_tools => Err((
+                error_codes::METHOD_NOT_FOUND,
+                "method not found: tools/list".into(),
+            )),
             methods::TOOLS_LIST => self.list_tools(params.as_ref()),
             other => Err((
                 error_codes::METHOD_NOT_FOUND,
@@ -295,9 +299,14 @@ impl Server {
             let early = Notification::new(methods::TOOLS_LIST_CHANGED, Some(json!({})));
             self.send(Message::Notification(early)).await;
         }
+        let capabilities = if self.opts.no_tools {
+            json!({ "logging": {} })
+        } else {
+            json!({ "tools": { "listChanged": true }, "logging": {} })
+        };
         let result = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": { "tools": { "listChanged": true }, "logging": {} },
+            "capabilities": capabilities,
             "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
         });
         self.answer(id, Ok(result)).await;

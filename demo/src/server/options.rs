@@ -54,6 +54,11 @@ pub struct DemoServerOptions {
     #[arg(long)]
     pub list_changed_early: bool,
 
+    /// Declare no tools (only logging) and refuse `tools/list`, as servers that
+    /// offer only resources or prompts do.
+    #[arg(long)]
+    pub no_tools: bool,
+
     /// Misbehave on purpose in one way, for the hostile-server tests.
     #[arg(long, value_enum, value_name = "BEHAVIOUR")]
     pub hostile: Option<Hostile>,
@@ -82,6 +87,7 @@ impl Default for DemoServerOptions {
             grandchild: false,
             stderr_banner: false,
             list_changed_early: false,
+            no_tools: false,
             hostile: None,
             fault_tools: false,
             fault_file: None,
