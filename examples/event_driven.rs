@@ -28,7 +28,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.next()).await {
         match event {
-            HostEvent::ServerReady { server, pid, tools } => {
+            HostEvent::ServerReady {
+                server, pid, tools, ..
+            } => {
                 println!(
                     "{server} is ready (pid {pid:?}, {tools} tools); routed now: {}",
                     host.tools().len()

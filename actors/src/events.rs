@@ -29,6 +29,8 @@ pub enum HostEvent {
         pid: Option<u32>,
         /// Tools it listed.
         tools: usize,
+        /// The protocol revision it settled on.
+        protocol: Option<Arc<str>>,
     },
     /// The connection ended and will be restarted after `backoff`.
     ServerRestarting {
@@ -142,10 +144,19 @@ impl fmt::Display for HostEvent {
             HostEvent::ServerStarting { server, attempt } => {
                 format!("{server}: starting (attempt {attempt})")
             }
-            HostEvent::ServerReady { server, pid, tools } => match pid {
-                Some(pid) => format!("{server}: ready, {tools} tools, pid {pid}"),
-                None => format!("{server}: ready, {tools} tools"),
-            },
+            HostEvent::ServerReady {
+                server,
+                pid,
+                tools,
+                protocol,
+            } => {
+                let pid = pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+                let protocol = protocol
+                    .as_ref()
+                    .map(|p| format!(", protocol {p}"))
+                    .unwrap_or_default();
+                format!("{server}: ready, {tools} tools{pid}{protocol}")
+            }
             HostEvent::ServerRestarting {
                 server,
                 attempt,

@@ -46,6 +46,10 @@ pub(crate) enum ServerMsg {
 pub(crate) enum TransportMsg {
     /// One serialised JSON-RPC message.
     Send(Outbound),
+    /// The handshake settled on this revision: what follows (from
+    /// `notifications/initialized` on) carries what it asks for (the HTTP
+    /// version header).
+    Protocol(mcpvisor_protocol::revision::Revision),
     /// The handshake is complete: open what waits for it (the HTTP GET stream).
     Ready,
     /// The caller gave up on this request: stop waiting for its answer.

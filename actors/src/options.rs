@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::messages::ProgressParams;
+use mcpvisor_protocol::revision::Versions;
 use mcpvisor_transports::{HttpOptions, HttpSpec, StdioOptions, StdioSpec};
 
 use crate::restart::RestartPolicy;
@@ -32,6 +33,8 @@ pub struct ServerSpec {
     pub request_timeout: Option<Duration>,
     /// Overrides [`SupervisorOptions::startup_timeout`] for this server.
     pub startup_timeout: Option<Duration>,
+    /// Overrides [`SupervisorOptions::protocol_versions`] for this server.
+    pub protocol_versions: Option<Versions>,
 }
 
 impl ServerSpec {
@@ -47,6 +50,12 @@ impl ServerSpec {
         self
     }
 
+    /// The protocol revisions to offer this server instead of the supervisor's.
+    pub fn with_protocol_versions(mut self, versions: Option<Versions>) -> Self {
+        self.protocol_versions = versions;
+        self
+    }
+
     /// A Streamable HTTP server with the supervisor's default timeouts.
     pub fn http(name: impl Into<String>, spec: HttpSpec) -> Self {
         ServerSpec {
@@ -54,6 +63,7 @@ impl ServerSpec {
             transport: TransportSpec::Http(spec),
             request_timeout: None,
             startup_timeout: None,
+            protocol_versions: None,
         }
     }
 
@@ -64,6 +74,7 @@ impl ServerSpec {
             transport: TransportSpec::Stdio(spec),
             request_timeout: None,
             startup_timeout: None,
+            protocol_versions: None,
         }
     }
 }
@@ -113,6 +124,10 @@ pub struct SupervisorOptions {
     /// once it is ready; [`crate::Host::set_log_level`] changes it per server).
     /// `None`: servers send what they send by default.
     pub log_level: Option<mcpvisor_protocol::logging::LogLevel>,
+    /// The protocol revisions offered to servers, first preferred: the first
+    /// is offered, and a server's answer must be one of them. Default:
+    /// 2025-03-26 alone.
+    pub protocol_versions: Versions,
 }
 
 impl Default for SupervisorOptions {
@@ -134,6 +149,7 @@ impl Default for SupervisorOptions {
             max_host_requests: 8,
             roots: None,
             log_level: None,
+            protocol_versions: Versions::default(),
         }
     }
 }

@@ -246,20 +246,25 @@ impl SupervisorState {
         let Some(slot) = self.slots.get(&id) else {
             return;
         };
-        let mut became_ready = false;
+        let mut became_ready = None;
         self.ctx.status.update(id, &slot.name, |s| {
             if initial && matches!(s.state, ServerState::Starting { .. }) {
                 s.state = ServerState::Ready;
                 s.pid = pid;
-                became_ready = true;
+                let protocol = s
+                    .initialize
+                    .as_ref()
+                    .map(|i| Arc::from(i.protocol_version.as_str()));
+                became_ready = Some(protocol);
             }
             s.tools = tools;
         });
-        if became_ready {
+        if let Some(protocol) = became_ready {
             self.ctx.bus.emit(HostEvent::ServerReady {
                 server: slot.name.clone(),
                 pid,
                 tools,
+                protocol,
             });
         }
     }

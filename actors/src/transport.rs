@@ -76,6 +76,11 @@ impl Actor for TransportActor {
                     t.abandon(&id);
                 }
             }
+            TransportMsg::Protocol(revision) => {
+                if let Transport::Http(t) = transport {
+                    t.set_protocol(revision);
+                }
+            }
             TransportMsg::Ready => {
                 if let Transport::Http(t) = transport {
                     t.start_notifications().await;

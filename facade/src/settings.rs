@@ -10,6 +10,7 @@ use std::time::Duration;
 use config::{Config, Environment, File, FileFormat};
 use mcpvisor_actors::{RestartPolicy, SupervisorOptions};
 use mcpvisor_protocol::logging::LogLevel;
+use mcpvisor_protocol::revision::Versions;
 
 /// The settings with their keys (as in `settings.toml`; the environment variable
 /// is `MCPVISOR_` + the key in upper case) and defaults.
@@ -63,6 +64,8 @@ pub enum SettingsError {
 pub struct Overrides {
     /// `--home`.
     pub home: Option<PathBuf>,
+    /// `--protocol-versions`, comma-separated.
+    pub protocol_versions: Option<String>,
     /// Values by key (see [`KEYS`]).
     pub values: Vec<(&'static str, u64)>,
 }
@@ -78,6 +81,7 @@ pub struct Settings {
     env_passthrough: (Vec<String>, Source),
     sampling_command: (Option<String>, Source),
     log_level: (Option<LogLevel>, Source),
+    protocol_versions: (Versions, Source),
 }
 
 /// The key of the host variables every stdio server also gets (a list of names:
@@ -94,6 +98,48 @@ pub const SAMPLING_COMMAND: &str = "sampling_command";
 /// error, critical, alert, emergency, in `settings.toml` or
 /// `MCPVISOR_LOG_LEVEL`. Unset, servers send what they send by default.
 pub const LOG_LEVEL: &str = "log_level";
+
+/// The key of the protocol revisions offered to servers, first preferred (a
+/// TOML array in `settings.toml`, comma-separated in
+/// `MCPVISOR_PROTOCOL_VERSIONS` and `--protocol-versions`). Default: 2025-03-26.
+pub const PROTOCOL_VERSIONS: &str = "protocol_versions";
+
+/// The protocol revisions from the flag, else the environment, else the file.
+fn protocol_versions(
+    overrides: &Overrides,
+    env: &HashMap<String, String>,
+    file_layer: &Config,
+    file: &Path,
+) -> Result<(Versions, Source), SettingsError> {
+    let split = |list: &str| -> Vec<String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let (names, source) = match (
+        &overrides.protocol_versions,
+        env.get(&env_var(PROTOCOL_VERSIONS)),
+    ) {
+        (Some(list), _) => (split(list), Source::CommandLine),
+        (None, Some(list)) => (split(list), Source::Environment(env_var(PROTOCOL_VERSIONS))),
+        (None, None) => match file_layer.get::<Vec<String>>(PROTOCOL_VERSIONS) {
+            Ok(names) => (names, Source::File(file.to_path_buf())),
+            Err(config::ConfigError::NotFound(_)) => {
+                return Ok((Versions::default(), Source::Default));
+            }
+            Err(e) => {
+                return Err(SettingsError::Invalid(format!(
+                    "`{PROTOCOL_VERSIONS}`: {e}"
+                )));
+            }
+        },
+    };
+    let versions = Versions::parse(&names)
+        .map_err(|e| SettingsError::Invalid(format!("`{PROTOCOL_VERSIONS}` ({source}): {e}")))?;
+    Ok((versions, source))
+}
 
 /// A string setting from the environment, else the file, else unset; an empty
 /// value is unset (so the environment can switch off the file's value).
@@ -222,6 +268,7 @@ impl Settings {
             None => None,
         };
         let log_level = (level, level_source);
+        let protocol_versions = protocol_versions(overrides, env, &file_layer, &file)?;
         Ok(Settings {
             home,
             home_source,
@@ -229,7 +276,13 @@ impl Settings {
             env_passthrough,
             sampling_command,
             log_level,
+            protocol_versions,
         })
+    }
+
+    /// The protocol revisions offered to servers (first preferred), and where they came from.
+    pub fn protocol_versions(&self) -> (&Versions, &Source) {
+        (&self.protocol_versions.0, &self.protocol_versions.1)
     }
 
     /// The level asked of every server that offers logging, if set, and where it came from.
@@ -282,6 +335,7 @@ impl Settings {
         };
         options.stdio.env_passthrough = self.env_passthrough.0.clone();
         options.log_level = self.log_level.0;
+        options.protocol_versions = self.protocol_versions.0.clone();
         options
     }
 }
@@ -314,8 +368,8 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let overrides = Overrides {
-            home: None,
             values: vec![("restart_max_restarts", 3)],
+            ..Default::default()
         };
         let s = Settings::load_with(&overrides, &env).unwrap();
         assert_eq!(s.home, home);
@@ -371,6 +425,54 @@ mod tests {
         let s = Settings::load_with(&Overrides::default(), &env).unwrap();
         assert_eq!(s.env_passthrough().0, ["A", "B"]);
         env.insert("MCPVISOR_ENV_PASSTHROUGH".into(), "A,B=1".into());
+        assert!(Settings::load_with(&Overrides::default(), &env).is_err());
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn protocol_versions_come_from_the_flag_the_environment_or_the_file() {
+        let home = std::env::temp_dir().join(format!("mcpvisor-versions-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let mut env: HashMap<String, String> = [(
+            "MCPVISOR_HOME".to_string(),
+            home.to_str().unwrap().to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(
+            s.protocol_versions(),
+            (&Versions::default(), &Source::Default)
+        );
+        std::fs::write(
+            home.join("settings.toml"),
+            "protocol_versions = [\"2025-06-18\", \"2025-03-26\"]\n",
+        )
+        .unwrap();
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(
+            s.supervisor_options().protocol_versions.names(),
+            "2025-06-18,2025-03-26"
+        );
+        env.insert("MCPVISOR_PROTOCOL_VERSIONS".into(), "2025-11-25".into());
+        let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+        assert_eq!(s.protocol_versions().0.names(), "2025-11-25");
+        let flag = Overrides {
+            protocol_versions: Some("2025-03-26, 2025-11-25".into()),
+            ..Default::default()
+        };
+        let s = Settings::load_with(&flag, &env).unwrap();
+        assert_eq!(
+            s.protocol_versions(),
+            (
+                &Versions::parse(&["2025-03-26", "2025-11-25"]).unwrap(),
+                &Source::CommandLine
+            )
+        );
+        env.insert("MCPVISOR_PROTOCOL_VERSIONS".into(), "2024-11-05".into());
+        let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
+        assert!(err.to_string().contains("2024-11-05"), "{err}");
+        env.insert("MCPVISOR_PROTOCOL_VERSIONS".into(), "".into());
         assert!(Settings::load_with(&Overrides::default(), &env).is_err());
         let _ = std::fs::remove_dir_all(&home);
     }

@@ -27,6 +27,7 @@ pub mod names;
 pub mod pages;
 pub mod prompts;
 pub mod resources;
+pub mod revision;
 pub mod secret;
 pub mod session;
 pub mod sse;

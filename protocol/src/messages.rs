@@ -99,6 +99,7 @@ impl InitializeParams {
 }
 
 pub use crate::client_offers::{ClientCapabilities, Root};
+use crate::revision::Versions;
 
 /// The server's capabilities that matter to a tool client.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -134,8 +135,10 @@ pub struct InitializeResult {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InitializeError {
-    /// The server chose a version this client does not speak.
-    #[error("server chose unsupported protocol version {0:?} (client speaks {PROTOCOL_VERSION})")]
+    /// The server chose a version this client does not speak or was not set to accept.
+    #[error(
+        "server chose protocol version {0:?}, which this client does not accept (its protocol_versions)"
+    )]
     UnsupportedVersion(String),
     /// A required member is missing or has the wrong type.
     #[error("initialize result is missing or has a malformed `{0}`")]
@@ -146,8 +149,16 @@ pub enum InitializeError {
 }
 
 impl InitializeResult {
-    /// Validates a raw `initialize` result.
+    /// Validates a raw `initialize` result from a server asked for the default revision.
     pub fn validate(value: Value) -> Result<InitializeResult, InitializeError> {
+        Self::validate_for(value, &Versions::default())
+    }
+
+    /// Validates a raw `initialize` result: its version must be one of `accepted`.
+    pub fn validate_for(
+        value: Value,
+        accepted: &Versions,
+    ) -> Result<InitializeResult, InitializeError> {
         let Value::Object(map) = value else {
             return Err(InitializeError::NotAnObject);
         };
@@ -155,8 +166,9 @@ impl InitializeResult {
             Some(Value::String(v)) => v.clone(),
             _ => return Err(InitializeError::MissingField("protocolVersion")),
         };
-        if version != PROTOCOL_VERSION {
-            return Err(InitializeError::UnsupportedVersion(version));
+        if accepted.accepts(&version).is_none() {
+            let shown: String = version.chars().take(40).collect();
+            return Err(InitializeError::UnsupportedVersion(shown));
         }
         let capabilities = match map.get("capabilities") {
             Some(v @ Value::Object(_)) => serde_json::from_value(v.clone())

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::Value;
 
+use crate::revision::{Revision, Versions};
+
 use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
@@ -150,6 +152,7 @@ pub struct ClientSession<T> {
     state: HandshakeState,
     params: InitializeParams,
     offered: ClientCapabilities,
+    versions: Versions,
 }
 
 impl<T> ClientSession<T> {
@@ -172,6 +175,23 @@ impl<T> ClientSession<T> {
             state: HandshakeState::New,
             params: InitializeParams::new(name, version),
             offered: ClientCapabilities::default(),
+            versions: Versions::default(),
+        }
+    }
+
+    /// Offers the first of `versions` in `initialize` and accepts any of them
+    /// in the answer (the default: 2025-03-26 alone).
+    pub fn with_versions(mut self, versions: Versions) -> Self {
+        self.params.protocol_version = versions.offered().as_str().to_string();
+        self.versions = versions;
+        self
+    }
+
+    /// The revision the handshake settled on, once it has.
+    pub fn revision(&self) -> Option<Revision> {
+        match &self.state {
+            HandshakeState::Ready(init) => self.versions.accepts(&init.protocol_version),
+            _ => None,
         }
     }
 
@@ -290,7 +310,8 @@ impl<T> ClientSession<T> {
 
     fn on_initialize_answer(&mut self, outcome: Result<Value, ErrorObject>) -> Handled<T> {
         let validated = match outcome {
-            Ok(result) => InitializeResult::validate(result).map_err(InitializeFailure::from),
+            Ok(result) => InitializeResult::validate_for(result, &self.versions)
+                .map_err(InitializeFailure::from),
             Err(error) => Err(InitializeFailure::Refused(error)),
         };
         match validated {
@@ -396,6 +417,34 @@ mod tests {
             matches!(h.reply, Some(Message::Notification(ref n)) if n.method == methods::INITIALIZED)
         );
         s
+    }
+
+    #[test]
+    fn a_preference_is_offered_and_the_answer_checked_against_it() {
+        let versions = Versions::parse(&["2025-11-25", "2025-06-18"]).unwrap();
+        let answer = |version: &str| {
+            let mut s: ClientSession<()> =
+                ClientSession::new("t", "1").with_versions(versions.clone());
+            let Message::Request(init) = s.initialize().unwrap() else {
+                panic!()
+            };
+            assert_eq!(init.params.unwrap()["protocolVersion"], "2025-11-25");
+            let h = s.handle(Message::Response(Response {
+                id: init.id,
+                result: json!({"protocolVersion": version, "capabilities": {},
+                               "serverInfo": {"name": "srv", "version": "1"}}),
+            }));
+            (h.event, s.revision())
+        };
+        let (event, revision) = answer("2025-06-18");
+        assert!(matches!(event, SessionEvent::Ready(_)));
+        assert_eq!(revision, Some(Revision::V2025_06_18));
+        let (event, revision) = answer("2025-03-26");
+        assert!(
+            matches!(event, SessionEvent::InitializeFailed(InitializeFailure::Invalid(InitializeError::UnsupportedVersion(ref v))) if v == "2025-03-26"),
+            "{event:?}"
+        );
+        assert_eq!(revision, None);
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub fn status_json(s: &ServerStatus) -> Value {
         "serverInfo": s.initialize.as_ref().map(|i| json!({
             "name": i.server_info.name, "version": i.server_info.version
         })),
+        "protocol": s.initialize.as_ref().map(|i| i.protocol_version.as_str()),
     })
 }
 
@@ -66,9 +67,15 @@ pub fn event_json(e: &HostEvent) -> Value {
         HostEvent::ServerStarting { server, attempt } => {
             json!({"event": "server_starting", "server": &**server, "attempt": attempt})
         }
-        HostEvent::ServerReady { server, pid, tools } => {
-            json!({"event": "server_ready", "server": &**server, "pid": pid, "tools": tools})
-        }
+        HostEvent::ServerReady {
+            server,
+            pid,
+            tools,
+            protocol,
+        } => json!({
+            "event": "server_ready", "server": &**server, "pid": pid, "tools": tools,
+            "protocol": protocol.as_deref()
+        }),
         HostEvent::ServerRestarting {
             server,
             attempt,

@@ -101,7 +101,12 @@ impl Connection {
         .with_capabilities(host_requests::declared(
             ctx.options.client_handler.as_ref(),
             ctx.roots.read().is_some(),
-        ));
+        ))
+        .with_versions(
+            spec.protocol_versions
+                .clone()
+                .unwrap_or_else(|| ctx.options.protocol_versions.clone()),
+        );
         Connection {
             id,
             failure,
@@ -204,6 +209,19 @@ impl Connection {
     pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
         match event {
             TransportEvent::Message(Incoming::Single(msg)) => self.on_message(myself, msg),
+            TransportEvent::Message(Incoming::Batch(_))
+                if !self.session.revision().is_none_or(|r| r.rules().batches) =>
+            {
+                // A server that batches at a revision without batches does not
+                // speak the revision it chose: the connection ends, typed.
+                let revision = self.session.revision().map_or("", |r| r.as_str());
+                self.fail(
+                    myself,
+                    ConnectionError::Protocol(format!(
+                        "the server sent a JSON-RPC batch, which protocol {revision} does not allow"
+                    )),
+                );
+            }
             TransportEvent::Message(Incoming::Batch(items)) => {
                 for item in items {
                     match item {
@@ -402,6 +420,11 @@ impl Connection {
             return;
         };
         let handled = self.session.handle(msg);
+        if let (SessionEvent::Ready(_), Some(revision)) = (&handled.event, self.session.revision())
+        {
+            // Ahead of `notifications/initialized`, which is the first message it governs.
+            let _ = self.transport.cast(TransportMsg::Protocol(revision));
+        }
         if let Some(reply) = &handled.reply {
             self.send(reply);
         }

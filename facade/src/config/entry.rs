@@ -9,6 +9,7 @@ use std::time::Duration;
 use mcpvisor_actors::ServerSpec;
 use mcpvisor_auth::{Grant, OAuthConfig};
 use mcpvisor_protocol::names::validate_server_name;
+use mcpvisor_protocol::revision::Versions;
 use mcpvisor_transports::{
     HttpHeaders, HttpSpec, SecretString, StdioSpec, endpoint_url, redact_url,
 };
@@ -70,6 +71,8 @@ pub struct ServerEntry {
     pub startup_timeout: Option<Duration>,
     /// `"disabled": true` in the file.
     pub disabled: bool,
+    /// Protocol revisions to offer, first preferred (`protocolVersions`), as written.
+    pub protocol_versions: Option<Vec<String>>,
 }
 
 impl fmt::Debug for ServerEntry {
@@ -94,6 +97,7 @@ impl fmt::Debug for ServerEntry {
             .field("timeout", &self.timeout)
             .field("startup_timeout", &self.startup_timeout)
             .field("disabled", &self.disabled)
+            .field("protocol_versions", &self.protocol_versions)
             .finish()
     }
 }
@@ -136,6 +140,7 @@ impl ServerEntry {
             timeout: raw.timeout.map(Duration::from_millis),
             startup_timeout: raw.startup_timeout.map(Duration::from_millis),
             disabled: raw.disabled.unwrap_or(false),
+            protocol_versions: raw.protocol_versions,
         }
     }
 
@@ -223,10 +228,24 @@ impl ServerEntry {
             Some(Transport::Http { url, headers }) => self.http_spec(url, headers, &mut problems),
             None => None,
         };
+        let versions = match &self.protocol_versions {
+            Some(names) => match Versions::parse(names) {
+                Ok(versions) => Some(versions),
+                Err(e) => {
+                    problems.push(EntryProblem::InvalidProtocolVersions {
+                        server: self.name.clone(),
+                        reason: e.to_string(),
+                    });
+                    None
+                }
+            },
+            None => None,
+        };
         match spec {
             Some(spec) if problems.is_empty() => Ok(spec
                 .with_request_timeout(self.timeout)
-                .with_startup_timeout(self.startup_timeout)),
+                .with_startup_timeout(self.startup_timeout)
+                .with_protocol_versions(versions)),
             _ => Err(problems),
         }
     }

@@ -100,6 +100,15 @@ pub enum EntryProblem {
         /// Why (never a secret).
         reason: String,
     },
+    /// A `protocolVersions` list that is empty, repeats a version or names one
+    /// this version does not speak.
+    #[error("server `{server}`: `protocolVersions`: {reason}")]
+    InvalidProtocolVersions {
+        /// The entry.
+        server: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An `envPassthrough` entry that is not a variable name.
     #[error("server `{server}`: `envPassthrough` entry {name:?} is not a variable name")]
     InvalidPassthrough {

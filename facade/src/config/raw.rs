@@ -37,6 +37,9 @@ pub(super) struct RawEntry {
     #[serde(rename = "startupTimeout")]
     pub(super) startup_timeout: Option<u64>,
     pub(super) disabled: Option<bool>,
+    /// Protocol revisions to offer, first preferred.
+    #[serde(rename = "protocolVersions")]
+    pub(super) protocol_versions: Option<Vec<String>>,
 }
 
 /// `"oauth": {...}` of an HTTP entry.
@@ -68,6 +71,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "timeout",
     "startupTimeout",
     "disabled",
+    "protocolVersions",
 ];
 
 /// Parses `text`; a type error anywhere fails the whole file with its path and position.

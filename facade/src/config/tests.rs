@@ -168,3 +168,33 @@ fn debug_never_shows_values() {
         "{shown}"
     );
 }
+
+#[test]
+fn protocol_versions_per_entry_are_checked_when_resolved() {
+    let text = r#"{"mcpServers": {
+        "new": {"command": "x", "protocolVersions": ["2025-11-25", "2025-03-26"]},
+        "plain": {"command": "x"},
+        "bad": {"command": "x", "protocolVersions": ["2024-11-05"]},
+        "twice": {"command": "x", "protocolVersions": ["2025-06-18", "2025-06-18"]},
+        "empty": {"command": "x", "protocolVersions": []}
+    }}"#;
+    let cfg = McpConfig::parse(text, Path::new(".mcp.json")).unwrap();
+    let spec = cfg.servers["new"].resolve(&env, Path::new(".")).unwrap();
+    assert_eq!(
+        spec.protocol_versions.map(|v| v.names()).as_deref(),
+        Some("2025-11-25,2025-03-26")
+    );
+    let spec = cfg.servers["plain"].resolve(&env, Path::new(".")).unwrap();
+    assert_eq!(spec.protocol_versions, None);
+    for (name, says) in [
+        ("bad", "2024-11-05"),
+        ("twice", "twice"),
+        ("empty", "empty"),
+    ] {
+        let problems = cfg.servers[name].resolve(&env, Path::new(".")).unwrap_err();
+        assert!(
+            matches!(&problems[..], [EntryProblem::InvalidProtocolVersions { reason, .. }] if reason.contains(says)),
+            "{name}: {problems:?}"
+        );
+    }
+}

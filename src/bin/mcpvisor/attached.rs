@@ -133,8 +133,12 @@ pub(crate) fn live_line(s: &Value) -> String {
         .as_u64()
         .map(|p| format!(", pid {p}"))
         .unwrap_or_default();
+    let protocol = s["protocol"]
+        .as_str()
+        .map(|p| format!(", protocol {}", output::clean_line(p)))
+        .unwrap_or_default();
     format!(
-        "running: {}{pid}, {} tools, {} restarts",
+        "running: {}{pid}, {} tools, {} restarts{protocol}",
         output::clean_line(s["detail"].as_str().unwrap_or("?")),
         s["tools"],
         s["restarts"],

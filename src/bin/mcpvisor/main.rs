@@ -72,6 +72,10 @@ struct SettingFlags {
     /// The restart-intensity window in milliseconds.
     #[arg(long, global = true)]
     restart_window_ms: Option<u64>,
+    /// Protocol revisions to offer servers, first preferred, comma-separated
+    /// (2025-03-26, 2025-06-18, 2025-11-25; default 2025-03-26).
+    #[arg(long, global = true, value_name = "LIST")]
+    protocol_versions: Option<String>,
 }
 
 impl SettingFlags {
@@ -89,6 +93,7 @@ impl SettingFlags {
         ];
         Overrides {
             home: self.home.clone(),
+            protocol_versions: self.protocol_versions.clone(),
             values: values
                 .into_iter()
                 .filter_map(|(k, v)| v.map(|v| (k, v)))

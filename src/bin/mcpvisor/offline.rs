@@ -210,6 +210,8 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
         all.push(json!({"key": mcpvisor::settings::ENV_PASSTHROUGH, "value": names, "source": source.to_string()}));
         let (command, source) = settings.sampling_command();
         all.push(json!({"key": mcpvisor::settings::SAMPLING_COMMAND, "value": command, "source": source.to_string()}));
+        let (versions, source) = settings.protocol_versions();
+        all.push(json!({"key": mcpvisor::settings::PROTOCOL_VERSIONS, "value": versions.iter().map(|v| v.as_str()).collect::<Vec<_>>(), "source": source.to_string()}));
         let (level, source) = settings.log_level();
         all.push(json!({"key": mcpvisor::settings::LOG_LEVEL, "value": level.map(|l| l.as_str()), "source": source.to_string()}));
         println!("{}", Value::Array(all));
@@ -234,6 +236,12 @@ pub(crate) fn settings(settings: &Settings, json: bool) -> ExitCode {
             "{:<28} {:<24} {source}",
             mcpvisor::settings::SAMPLING_COMMAND,
             crate::output::clean_line(command.unwrap_or("(unset)"))
+        );
+        let (versions, source) = settings.protocol_versions();
+        println!(
+            "{:<28} {:<24} {source}",
+            mcpvisor::settings::PROTOCOL_VERSIONS,
+            versions.names()
         );
         let (level, source) = settings.log_level();
         println!(

@@ -63,6 +63,7 @@ fn recorded(
         content_type: header_str(headers, "content-type"),
         authorization: header_str(headers, "authorization"),
         x_api_key: header_str(headers, "x-api-key"),
+        protocol_version: header_str(headers, "mcp-protocol-version"),
         at: Instant::now(),
     }
 }

@@ -47,7 +47,11 @@ pub(super) async fn respond(script: &Script, request: &Value) -> Value {
     let params = request.get("params").cloned().unwrap_or(Value::Null);
     let result = match method_of(request).unwrap_or_default() {
         "initialize" => Ok(json!({
-            "protocolVersion": PROTOCOL_VERSION,
+            // Like real servers: the client's revision when it is one it knows.
+            "protocolVersion": match params["protocolVersion"].as_str() {
+                Some(v @ ("2025-06-18" | "2025-11-25")) => v,
+                _ => PROTOCOL_VERSION,
+            },
             "capabilities": {"tools": {"listChanged": true}, "logging": {}},
             "serverInfo": {"name": "http-fixture", "version": "1"},
         })),

@@ -44,6 +44,8 @@ pub struct Recorded {
     pub content_type: Option<String>,
     pub authorization: Option<String>,
     pub x_api_key: Option<String>,
+    /// The `MCP-Protocol-Version` header.
+    pub protocol_version: Option<String>,
     pub at: Instant,
 }
 

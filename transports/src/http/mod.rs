@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mcpvisor_protocol::RequestId;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
 use reqwest::{StatusCode, Url};
 use tokio::task::{AbortHandle, JoinSet};
 
@@ -33,9 +35,13 @@ use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use body::{excerpt, http_error};
 use mcpvisor_auth::{Challenge, OAuth};
+use mcpvisor_protocol::revision::Revision;
 use notices::NoticeSender;
 use notifications::NotificationListener;
 use session::{SESSION_HEADER, Session};
+
+/// The header that names the negotiated revision (from 2025-06-18 on).
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// Where a Streamable HTTP server is and what to send it.
 #[derive(Clone)]
@@ -172,6 +178,8 @@ pub(crate) struct Shared {
     pub(crate) options: HttpOptions,
     pub(crate) session: Session,
     oauth: Option<Arc<OAuth>>,
+    /// The revision the handshake settled on, once it has.
+    pub(crate) protocol: std::sync::OnceLock<Revision>,
 }
 
 impl Shared {
@@ -184,7 +192,17 @@ impl Shared {
         if !self.headers.map().is_empty() {
             req = req.headers(self.headers.map().clone());
         }
-        (req, had)
+        (self.with_version(req), had)
+    }
+
+    /// Adds `MCP-Protocol-Version` where the negotiated revision asks for it.
+    fn with_version(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.protocol.get() {
+            Some(r) if r.rules().version_header => {
+                req.header(VERSION_HEADER, HeaderValue::from_static(r.as_str()))
+            }
+            _ => req,
+        }
     }
 
     /// The bearer token to send, if the server is OAuth-protected and one exists.
@@ -336,11 +354,13 @@ impl Shared {
         };
         let timeout = self.options.delete_timeout;
         let sent = self.send_authorized(&self.client, || {
-            self.client
-                .delete(self.url.clone())
-                .header(SESSION_HEADER, id.clone())
-                .headers(self.headers.map().clone())
-                .timeout(timeout)
+            self.with_version(
+                self.client
+                    .delete(self.url.clone())
+                    .header(SESSION_HEADER, id.clone())
+                    .headers(self.headers.map().clone())
+                    .timeout(timeout),
+            )
         });
         match tokio::time::timeout(timeout, sent)
             .await
@@ -425,6 +445,7 @@ impl<S: TransportSink> HttpTransport<S> {
             options: options.clone(),
             session: Session::default(),
             oauth: spec.oauth.clone(),
+            protocol: std::sync::OnceLock::new(),
         });
         Ok(HttpTransport {
             shared,
@@ -486,6 +507,11 @@ impl<S: TransportSink> HttpTransport<S> {
             }
         }
         // Aborted tasks yield no id; their entries were removed when aborted.
+    }
+
+    /// The handshake settled on `revision`: later requests say so where it asks.
+    pub fn set_protocol(&mut self, revision: Revision) {
+        let _ = self.shared.protocol.set(revision);
     }
 
     /// Opens the GET notification stream (after the handshake) and waits, at most

@@ -209,7 +209,15 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
             "new session's initialize was not answered".into(),
         ));
     }
-    if let Some(Err(e)) = result.map(mcpvisor_protocol::messages::InitializeResult::validate) {
+    // The new session must settle on the revision the connection runs at.
+    let accepted = shared
+        .protocol
+        .get()
+        .map(|r| mcpvisor_protocol::revision::Versions::only(*r))
+        .unwrap_or_default();
+    if let Some(Err(e)) =
+        result.map(|r| mcpvisor_protocol::messages::InitializeResult::validate_for(r, &accepted))
+    {
         return Err(TransportError::SessionExpired(e.to_string()));
     }
     let initialized = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(

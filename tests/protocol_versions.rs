@@ -1,0 +1,173 @@
+//! Protocol revisions on request: each one negotiated with real servers over
+//! each wire they speak, the version header on every HTTP request after
+//! `initialize` where the revision asks for it, batches refused where it
+//! forbids them, and — with no setting — the first messages exactly as
+//! 2025-03-26 sends them.
+
+mod support;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcpvisor::protocol::revision::{Revision, Versions};
+use mcpvisor::{Host, HostEvent, ServerSpec, ServerState, StdioSpec};
+use serde_json::json;
+use support::http_server::{AnswerMode, HttpMcpServer, Script};
+use support::peers::{Peer, Wire};
+use support::{call, fast_options, peers_dir};
+
+async fn start(spec: ServerSpec, versions: Option<Versions>) -> Host {
+    let mut options = fast_options();
+    if let Some(versions) = versions {
+        options.protocol_versions = versions;
+    }
+    let host = Host::start(vec![spec], options).await.unwrap();
+    host.wait_ready(Duration::from_secs(30)).await;
+    host
+}
+
+#[tokio::test]
+async fn each_revision_is_negotiated_with_real_servers_over_each_wire() {
+    let cases = [
+        (Peer::Everything, Wire::Stdio, "mcp__everything__echo"),
+        (Peer::Everything, Wire::HttpSse, "mcp__everything__echo"),
+        (Peer::PythonSdk, Wire::Stdio, "mcp__py__echo"),
+        (Peer::PythonSdk, Wire::HttpJson, "mcp__py__echo"),
+    ];
+    for (peer, wire, echo) in cases {
+        for revision in Revision::ALL {
+            let running = peer.run(wire);
+            let host = start(running.spec.clone(), Some(Versions::only(revision))).await;
+            let status = &host.servers()[0];
+            let case = format!("{peer:?} over {wire:?} at {revision}");
+            assert_eq!(status.state, ServerState::Ready, "{case}: {status:?}");
+            let negotiated = status
+                .initialize
+                .as_ref()
+                .map(|i| i.protocol_version.clone());
+            assert_eq!(negotiated.as_deref(), Some(revision.as_str()), "{case}");
+            let mut events = Box::pin(host.events());
+            let ready = loop {
+                match tokio::time::timeout(Duration::from_secs(5), events.next()).await {
+                    Ok(Some(HostEvent::ServerReady { protocol, .. })) => break protocol,
+                    Ok(Some(_)) => continue,
+                    other => panic!("{case}: no ServerReady event: {other:?}"),
+                }
+            };
+            assert_eq!(ready.as_deref(), Some(revision.as_str()), "{case}");
+            let echoed = call(&host, echo, json!({"message": "hi"})).await.unwrap();
+            assert!(echoed.text().contains("hi"), "{case}: {}", echoed.text());
+            host.shutdown().await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_version_header_goes_on_every_request_after_initialize_from_2025_06_18() {
+    for (versions, expected) in [
+        (None, None),
+        (
+            Some(Versions::only(Revision::V2025_06_18)),
+            Some("2025-06-18"),
+        ),
+        (
+            Some(Versions::only(Revision::V2025_11_25)),
+            Some("2025-11-25"),
+        ),
+    ] {
+        let server = HttpMcpServer::start(Script::default()).await;
+        let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+        let host = start(spec, versions).await;
+        call(&host, "mcp__fx__echo", json!({"text": "x"}))
+            .await
+            .ok();
+        host.shutdown().await;
+        let requests = server.requests();
+        let (first, rest) = requests.split_first().unwrap();
+        assert_eq!(first.rpc_method.as_deref(), Some("initialize"));
+        assert_eq!(
+            first.protocol_version, None,
+            "initialize itself carries none"
+        );
+        assert!(rest.len() >= 3, "{rest:?}");
+        for r in rest {
+            assert_eq!(
+                r.protocol_version.as_deref(),
+                expected,
+                "{} {:?}",
+                r.http_method,
+                r.rpc_method
+            );
+        }
+        assert!(rest.iter().any(|r| r.http_method == "GET"));
+        assert!(rest.iter().any(|r| r.http_method == "DELETE"));
+    }
+}
+
+#[tokio::test]
+async fn a_batch_at_a_revision_without_batches_ends_the_connection_typed() {
+    let script = Script {
+        answer: AnswerMode::JsonBatch,
+        ..Script::default()
+    };
+    // At 2025-03-26 a batched answer is fine.
+    let server = HttpMcpServer::start(script.clone()).await;
+    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let host = start(spec, None).await;
+    assert_eq!(host.servers()[0].state, ServerState::Ready);
+    host.shutdown().await;
+    // At 2025-06-18 it is a protocol error: the connection ends, saying why.
+    let server = HttpMcpServer::start(script).await;
+    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let mut options = fast_options();
+    options.protocol_versions = Versions::only(Revision::V2025_06_18);
+    let host = Host::start(vec![spec], options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    let down = support::wait_for(&mut events, Duration::from_secs(30), |e| {
+        matches!(
+            e,
+            HostEvent::ServerRestarting { .. } | HostEvent::ServerFailed { .. }
+        )
+    })
+    .await;
+    assert!(down.to_string().contains("JSON-RPC batch"), "{down}");
+    assert!(down.to_string().contains("2025-06-18"), "{down}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_no_setting_the_first_messages_are_exactly_2025_03_26() {
+    let dir = std::env::temp_dir().join(format!("mcpvisor-wire-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("stdin.jsonl");
+    let index =
+        peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    // server-everything behind `tee`: what mcpvisor writes is kept as written.
+    let script = format!(
+        "tee {} | exec node {} stdio",
+        record.display(),
+        index.display()
+    );
+    let spec = ServerSpec::stdio(
+        "everything",
+        StdioSpec::new("sh", ["-c".to_string(), script]),
+    );
+    let host = start(spec, None).await;
+    assert_eq!(host.servers()[0].state, ServerState::Ready);
+    host.shutdown().await;
+    let written = std::fs::read_to_string(&record).unwrap();
+    let lines: Vec<&str> = written.lines().take(3).collect();
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        lines,
+        [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"capabilities":{{}},"clientInfo":{{"name":"mcpvisor","version":"{version}"}},"protocolVersion":"2025-03-26"}}}}"#
+            )
+            .as_str(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
