@@ -171,3 +171,37 @@ async fn with_no_setting_the_first_messages_are_exactly_2025_03_26() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn structured_content_outside_the_output_schema_is_a_typed_error_from_2025_06_18() {
+    let at = |revision: Option<Revision>, flags: &'static [&'static str]| async move {
+        let host = start(support::demo("demo", flags), revision.map(Versions::only)).await;
+        let outcome = call(&host, "mcp__demo__add", json!({"a": 2, "b": 3})).await;
+        host.shutdown().await;
+        outcome
+    };
+    // An honest server at 2025-06-18: checked, and it passes.
+    let honest = at(Some(Revision::V2025_06_18), &[]).await.unwrap();
+    assert_eq!(honest.structured_content, Some(json!({"sum": 5})));
+    // A lying one: a typed error naming the tool, at both later revisions.
+    for revision in [Revision::V2025_06_18, Revision::V2025_11_25] {
+        let err = at(Some(revision), &["--hostile", "wrong-output"])
+            .await
+            .unwrap_err();
+        match &err {
+            mcpvisor::CallError::OutputMismatch {
+                server,
+                tool,
+                detail,
+            } => {
+                assert_eq!(&**server, "demo");
+                assert_eq!(tool.as_str(), "mcp__demo__add");
+                assert!(detail.contains("/sum"), "{detail}");
+            }
+            other => panic!("{revision}: {other:?}"),
+        }
+    }
+    // At 2025-03-26 there is no such rule: the result passes as sent.
+    let unchecked = at(None, &["--hostile", "wrong-output"]).await.unwrap();
+    assert_eq!(unchecked.structured_content, Some(json!({"sum": "many"})));
+}

@@ -154,6 +154,8 @@ pub(crate) struct ServerLink {
     pub(crate) offers: Offers,
     pub(crate) lists: Arc<Lists>,
     pub(crate) limits: ListingLimits,
+    /// The revision the handshake settled on.
+    pub(crate) revision: Option<mcpvisor_protocol::revision::Revision>,
 }
 
 impl std::fmt::Debug for ServerLink {

@@ -107,6 +107,16 @@ pub enum CallError {
         /// Which bound.
         error: ListingError,
     },
+    /// The tool's result does not match its `outputSchema` (from protocol 2025-06-18).
+    #[error("tool `{tool}` of server `{server}` answered outside its outputSchema: {detail}")]
+    OutputMismatch {
+        /// Which server.
+        server: Arc<str>,
+        /// Which tool.
+        tool: mcpvisor_protocol::QualifiedMcpToolName,
+        /// What did not match.
+        detail: String,
+    },
     /// The request is not one the host can send (a missing prompt argument, an unknown log level).
     #[error("{0}")]
     InvalidRequest(String),

@@ -131,6 +131,7 @@ impl Host {
             route.definition.name.tool(),
             arguments,
             options.progress,
+            route.output.clone(),
             timeout,
         ) {
             Ok((id, answer)) => PendingCall {

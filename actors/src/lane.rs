@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use crate::error::CallError;
 use crate::messages::{ServerMsg, TransportMsg};
 use crate::options::ProgressCallback;
+use crate::routes::ToolOutput;
 
 /// The answer to one call, as the caller waits for it.
 pub(crate) type Answer = oneshot::Receiver<Result<CallToolResult, CallError>>;
@@ -72,6 +73,8 @@ pub(crate) enum LaneWriter {
 struct Slot {
     reply: Reply,
     progress: Option<ProgressCallback>,
+    /// The tool's `outputSchema`, where the revision asks results to match it.
+    output: Option<Arc<ToolOutput>>,
     /// The call's timeout, for the error that reports it.
     after: Duration,
 }
@@ -144,6 +147,7 @@ impl CallLane {
         tool: &str,
         arguments: Option<&Value>,
         progress: Option<ProgressCallback>,
+        output: Option<Arc<ToolOutput>>,
         timeout: Duration,
     ) -> Result<(i64, Answer), CallError> {
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
@@ -153,6 +157,7 @@ impl CallLane {
         let slot = Slot {
             reply: Reply::Call(reply),
             progress,
+            output,
             after: timeout,
         };
         self.begin(id, line, slot)?;
@@ -176,6 +181,7 @@ impl CallLane {
         let slot = Slot {
             reply: Reply::Raw(reply),
             progress: None,
+            output: None,
             after: timeout,
         };
         self.begin(id, line, slot)?;
@@ -300,7 +306,24 @@ impl CallLane {
         match (slot.reply, msg) {
             (Reply::Call(tx), Message::Response(r)) => {
                 let result = CallToolResult::parse(r.result)
-                    .map_err(|source| CallError::InvalidResult { server, source });
+                    .map_err(|source| CallError::InvalidResult {
+                        server: server.clone(),
+                        source,
+                    })
+                    .and_then(|result| match &slot.output {
+                        Some(output) => {
+                            output
+                                .check
+                                .check(&result)
+                                .map(|()| result)
+                                .map_err(|detail| CallError::OutputMismatch {
+                                    server,
+                                    tool: output.tool.clone(),
+                                    detail,
+                                })
+                        }
+                        None => Ok(result),
+                    });
                 let _ = tx.send(result);
             }
             (Reply::Raw(tx), Message::Response(r)) => {

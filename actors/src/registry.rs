@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use mcpvisor_protocol::messages::Tool;
+use mcpvisor_protocol::output_schema::OutputCheck;
 use mcpvisor_protocol::tool_schema::SchemaNote;
 use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -17,7 +18,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use crate::catalog::ServerLink;
 use crate::events::{EventBus, HostEvent};
 use crate::messages::SupervisorMsg;
-use crate::routes::{Route, RouteSnapshot, RouteTable};
+use crate::routes::{Route, RouteSnapshot, RouteTable, ToolOutput};
 use crate::status::ServerId;
 
 /// What a server tells the registry after a full tools/list.
@@ -182,13 +183,38 @@ impl RegistryState {
                 reason: "not a valid tool entry".into(),
             });
         }
+        let check_output = report
+            .link
+            .revision
+            .is_some_and(|r| r.rules().output_schema);
         for tool in &report.tools {
             match ToolDefinition::from_tool(&report.name, tool) {
                 Ok((def, note)) => {
                     if let Some(SchemaNote::Replaced(why)) = note {
                         tracing::debug!(server = %report.name, tool = %tool.name, "input schema replaced: {why}");
                     }
-                    definitions.push(def);
+                    let output = match (&tool.output_schema, check_output) {
+                        (Some(schema), true) => match OutputCheck::compile(schema) {
+                            Ok(check) => Some(Arc::new(ToolOutput {
+                                tool: def.name.clone(),
+                                check,
+                            })),
+                            Err(why) => {
+                                // Its results could not be checked: not advertised.
+                                tracing::warn!(server = %report.name, tool = %tool.name, "tool not advertised: outputSchema: {why}");
+                                bus.emit(HostEvent::RouteRejected {
+                                    server: report.name.clone(),
+                                    tool: tool.name.clone(),
+                                    reason: format!(
+                                        "its outputSchema is not a usable JSON Schema: {why}"
+                                    ),
+                                });
+                                continue;
+                            }
+                        },
+                        _ => None,
+                    };
+                    definitions.push((def, output));
                 }
                 Err(e) => {
                     tracing::warn!(server = %report.name, tool = %tool.name, "tool not advertised: {e}");
@@ -203,7 +229,7 @@ impl RegistryState {
         let listed = definitions.len();
         let routes = definitions
             .into_iter()
-            .map(|definition| {
+            .map(|(definition, output)| {
                 let key = Arc::from(definition.name.as_str());
                 let route = Arc::new(Route {
                     definition,
@@ -211,6 +237,7 @@ impl RegistryState {
                     server: report.name.clone(),
                     lane: report.link.lane.clone(),
                     request_timeout: report.link.request_timeout,
+                    output,
                 });
                 (key, route)
             })

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::ToolDefinition;
+use mcpvisor_protocol::output_schema::OutputCheck;
+use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use parking_lot::RwLock;
 
 use crate::catalog::ServerLink;
@@ -25,6 +26,15 @@ pub struct Route {
     pub server: Arc<str>,
     pub(crate) lane: Arc<CallLane>,
     pub(crate) request_timeout: Duration,
+    /// Checks results against the tool's `outputSchema`, where the revision asks for it.
+    pub(crate) output: Option<Arc<ToolOutput>>,
+}
+
+/// A tool's compiled `outputSchema`, with the names its errors give.
+#[derive(Debug)]
+pub(crate) struct ToolOutput {
+    pub(crate) tool: QualifiedMcpToolName,
+    pub(crate) check: OutputCheck,
 }
 
 /// An immutable set of routes, and the ready servers they lead to.

@@ -24,6 +24,7 @@ pub mod listing;
 pub mod logging;
 pub mod messages;
 pub mod names;
+pub mod output_schema;
 pub mod pages;
 pub mod prompts;
 pub mod resources;

@@ -208,6 +208,12 @@ pub struct Tool {
     /// Behaviour hints, kept as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// A name for people (from 2025-06-18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// JSON Schema of its results' `structuredContent` (from 2025-06-18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// One page of `tools/list`.

@@ -9,9 +9,10 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One MCP revision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Revision {
     /// 2025-03-26: the default.
+    #[default]
     V2025_03_26,
     /// 2025-06-18: protocol-version header, no batches, structured output,
     /// elicitation, resource links, titles.

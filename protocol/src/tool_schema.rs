@@ -19,6 +19,10 @@ pub struct ToolDefinition {
     pub description: String,
     /// Normalised JSON Schema: object root, `properties` present.
     pub input_schema: Value,
+    /// A name for people, when the server gives one.
+    pub title: Option<String>,
+    /// The schema of its results' `structuredContent`, as the server sent it.
+    pub output_schema: Option<Value>,
 }
 
 /// How a schema was changed to fit the object-root shape (for reports, never fatal).
@@ -43,6 +47,8 @@ impl ToolDefinition {
                 name,
                 description: tool.description.clone().unwrap_or_default(),
                 input_schema,
+                title: tool.title.clone(),
+                output_schema: tool.output_schema.clone(),
             },
             note,
         ))
@@ -144,6 +150,8 @@ mod tests {
             description: Some("Echoes".into()),
             input_schema: schema,
             annotations: None,
+            title: None,
+            output_schema: None,
         }
     }
 

@@ -44,7 +44,7 @@ fn answer(id: i64, text: &str) -> Message {
 async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
     let (lane, _s, mut t) = lane().await;
     let (id, answer_rx) = lane
-        .start("echo", None, None, Duration::from_secs(60))
+        .start("echo", None, None, None, Duration::from_secs(60))
         .unwrap();
     let Some(TransportMsg::Send(out)) = t.recv().await else {
         panic!("the request was written")
@@ -62,7 +62,7 @@ async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
 async fn a_cancel_answers_the_caller_and_tells_the_server() {
     let (lane, _s, mut t) = lane().await;
     let (id, answer_rx) = lane
-        .start("slow", None, None, Duration::from_secs(60))
+        .start("slow", None, None, None, Duration::from_secs(60))
         .unwrap();
     let _request = t.recv().await;
     lane.cancel(id);
@@ -87,7 +87,7 @@ async fn a_cancel_answers_the_caller_and_tells_the_server() {
 async fn the_deadline_fires_without_anyone_polling() {
     let (lane, mut s, _t) = lane().await;
     let (id, answer_rx) = lane
-        .start("hang", None, None, Duration::from_millis(50))
+        .start("hang", None, None, None, Duration::from_millis(50))
         .unwrap();
     // Nobody polls `answer_rx`: the lane's own task ends the call and tells the actor.
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
@@ -105,10 +105,10 @@ async fn the_deadline_fires_without_anyone_polling() {
 async fn a_sooner_deadline_wakes_the_timer() {
     let (lane, mut s, _t) = lane().await;
     let (_long, _long_rx) = lane
-        .start("a", None, None, Duration::from_secs(600))
+        .start("a", None, None, None, Duration::from_secs(600))
         .unwrap();
     let (short, _short_rx) = lane
-        .start("b", None, None, Duration::from_millis(50))
+        .start("b", None, None, None, Duration::from_millis(50))
         .unwrap();
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
         .await
@@ -122,12 +122,12 @@ async fn limits_failures_and_close_are_typed() {
     let mut waiting = Vec::new();
     for _ in 0..4 {
         waiting.push(
-            lane.start("x", None, None, Duration::from_secs(60))
+            lane.start("x", None, None, None, Duration::from_secs(60))
                 .unwrap(),
         );
     }
     assert!(matches!(
-        lane.start("x", None, None, Duration::from_secs(60)),
+        lane.start("x", None, None, None, Duration::from_secs(60)),
         Err(CallError::Overloaded { limit: 4, .. })
     ));
     let (first, first_rx) = waiting.remove(0);
@@ -149,7 +149,7 @@ async fn limits_failures_and_close_are_typed() {
         assert!(matches!(rx.await.unwrap(), Err(CallError::Shutdown)));
     }
     assert!(matches!(
-        lane.start("x", None, None, Duration::from_secs(60)),
+        lane.start("x", None, None, None, Duration::from_secs(60)),
         Err(CallError::ServerUnavailable { .. })
     ));
 }

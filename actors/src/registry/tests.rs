@@ -53,6 +53,7 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
         offers: Offers::default(),
         lists: Default::default(),
         limits: Default::default(),
+        revision: None,
     });
     ToolsReport {
         id: ServerId(id),
@@ -65,6 +66,8 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
                 description: None,
                 input_schema: json!({"type": "object"}),
                 annotations: None,
+                title: None,
+                output_schema: None,
             })
             .collect(),
         rejected: Vec::new(),

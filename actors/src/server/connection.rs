@@ -668,6 +668,7 @@ impl Connection {
             offers: self.offers,
             lists: self.lists.clone(),
             limits: self.ctx.options.listing,
+            revision: self.session.revision(),
         });
         if listing.initial {
             self.renew(&link);

@@ -34,6 +34,11 @@ pub(crate) async fn call_tool(shared: &Shared, call: &ToolCall) -> Result<Value,
     };
     match call.kind {
         ToolKind::Echo | ToolKind::ExtraEcho => Ok(text(args.str("text")?)),
+        ToolKind::Add if shared.hostile == Some(super::hostile::Hostile::WrongOutput) => {
+            let mut result = add(&args)?;
+            result["structuredContent"] = json!({ "sum": "many" });
+            Ok(result)
+        }
         ToolKind::Add => add(&args),
         ToolKind::Sleep => {
             let ms = args.u64("ms")?;

@@ -90,6 +90,9 @@ pub enum Hostile {
     TerminalEscapes,
     /// Answer every tool call with both `result` and `error`.
     ResultAndError,
+    /// Answer `add` with `structuredContent` outside its `outputSchema`
+    /// (`{"sum": "many"}`).
+    WrongOutput,
     /// Answer every tool call with a result nested deeper than a parser follows.
     TooDeepAnswer,
     /// Page `tools/list` forever, each page's `nextCursor` a new ~900 KB string.

@@ -29,6 +29,7 @@ use mcpvisor_protocol::jsonrpc::{
 };
 use mcpvisor_protocol::logging::LogLevel;
 use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::revision::Revision;
 use mcpvisor_protocol::{
     FrameDecoder, Incoming, Message, MessageError, PROTOCOL_VERSION, STDIO_FRAME_LIMIT,
 };
@@ -248,7 +249,14 @@ impl Server {
     async fn handle_request(&self, request: Request) {
         let Request { id, method, params } = request;
         let answer = match method.as_str() {
-            methods::INITIALIZE => return self.initialize(id).await,
+            methods::INITIALIZE => {
+                let asked = params
+                    .as_ref()
+                    .and_then(|p| p.get("protocolVersion"))
+                    .and_then(Value::as_str)
+                    .and_then(|v| v.parse::<Revision>().ok());
+                return self.initialize(id, asked).await;
+            }
             methods::TOOLS_CALL => return self.start_call(id, params).await,
             methods::PING => Ok(json!({})),
             methods::SET_LOG_LEVEL => {
@@ -278,7 +286,9 @@ impl Server {
         self.answer(id, answer).await;
     }
 
-    async fn initialize(&self, id: RequestId) {
+    /// Answers `initialize` at the revision asked for when it is one this
+    /// server knows (as real servers do), else at 2025-03-26.
+    async fn initialize(&self, id: RequestId, asked: Option<Revision>) {
         let fault = self
             .opts
             .fault_file
@@ -305,7 +315,7 @@ impl Server {
             json!({ "tools": { "listChanged": true }, "logging": {} })
         };
         let result = json!({
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": asked.map_or(PROTOCOL_VERSION, Revision::as_str),
             "capabilities": capabilities,
             "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
         });

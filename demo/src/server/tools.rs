@@ -200,11 +200,19 @@ fn describe(name: &str, kind: ToolKind) -> Value {
             &["name"],
         ),
     };
-    json!({
+    let mut tool = json!({
         "name": name,
         "description": description,
         "inputSchema": { "type": "object", "properties": properties, "required": required },
-    })
+    });
+    if kind == ToolKind::Add {
+        tool["outputSchema"] = json!({
+            "type": "object",
+            "properties": { "sum": { "type": "number" } },
+            "required": ["sum"],
+        });
+    }
+    tool
 }
 
 #[cfg(test)]

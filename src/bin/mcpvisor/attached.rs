@@ -41,6 +41,8 @@ async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> 
                 name,
                 description: tool["description"].as_str().unwrap_or("").to_string(),
                 input_schema: tool["inputSchema"].clone(),
+                title: tool["title"].as_str().map(str::to_string),
+                output_schema: tool.get("outputSchema").cloned(),
             });
         }
         match page["nextCursor"].as_str() {

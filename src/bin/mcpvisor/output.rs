@@ -28,7 +28,14 @@ pub(crate) fn clean_line(text: &str) -> String {
 }
 
 pub(crate) fn tool_json(t: &ToolDefinition) -> Value {
-    json!({"name": t.name.as_str(), "description": t.description, "inputSchema": t.input_schema})
+    let mut tool = json!({"name": t.name.as_str(), "description": t.description, "inputSchema": t.input_schema});
+    if let Some(title) = &t.title {
+        tool["title"] = json!(title);
+    }
+    if let Some(schema) = &t.output_schema {
+        tool["outputSchema"] = schema.clone();
+    }
+    tool
 }
 
 pub(crate) fn tool_line(t: &ToolDefinition) -> String {
