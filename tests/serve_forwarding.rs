@@ -1,8 +1,8 @@
 //! Servers' requests reach, through `mcpvisor serve`, the downstream client
 //! whose call they serve — the Python SDK here, in front of server-everything —
 //! and a client that does not offer them gets an error its server can report.
-//! (Elicitation is forwarded the same way; the Python SDK accepts it only from
-//! protocol 2025-06-18 on, which the gateway does not speak yet.)
+//! Elicitation is forwarded the same way once the gateway and the client speak
+//! 2025-06-18 or later (the Python SDK takes it from no earlier revision).
 
 mod support;
 
@@ -39,6 +39,11 @@ fn project(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
 
 /// Runs the Python client against `serve --stdio` and returns what it printed.
 fn run_client(tag: &str, mode: &str) -> Value {
+    run_client_with(tag, mode, &[])
+}
+
+/// [`run_client`] with more `serve` flags.
+fn run_client_with(tag: &str, mode: &str, serve_flags: &[&str]) -> Value {
     let (config, home) = project(tag);
     let mut child = Command::new(peers_dir().join("venv/bin/python"))
         .arg(peers_dir().join("clients/python_sampling.py"))
@@ -47,6 +52,7 @@ fn run_client(tag: &str, mode: &str) -> Value {
         // The SDK starts the server with a minimal environment: the home goes as a flag.
         .args(["serve", "--stdio", "--config", config.to_str().unwrap()])
         .args(["--home", home.to_str().unwrap()])
+        .args(serve_flags)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -100,4 +106,21 @@ fn a_client_that_offers_neither_gets_its_servers_error_not_a_hang() {
         elicited.contains("does not offer elicitation/create"),
         "{out}"
     );
+}
+
+#[test]
+fn elicitation_reaches_a_client_at_a_revision_that_has_it() {
+    let flags = ["--protocol-versions", "2025-11-25,2025-06-18,2025-03-26"];
+    let out = run_client_with("elicit", "offer-all", &flags);
+    assert_eq!(
+        out["seen"]["elicitation"].as_array().map(Vec::len),
+        Some(1),
+        "{out}"
+    );
+    assert_eq!(out["elicitation"]["is_error"], false, "{out}");
+    let elicited = out["elicitation"]["text"].as_str().unwrap();
+    assert!(elicited.contains("Grace"), "{out}");
+    // The client's answer left the optional fields out: the form's defaults filled them.
+    assert!(elicited.contains("42"), "{out}");
+    assert_eq!(out["sampling"]["is_error"], false, "{out}");
 }

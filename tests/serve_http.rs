@@ -432,3 +432,74 @@ async fn a_malformed_initialize_opens_no_session_and_a_batch_gets_an_array() {
     assert_eq!(answers, json!([{"jsonrpc": "2.0", "id": 2, "result": {}}]));
     serve.stop();
 }
+
+/// A session opens with the body of `initialize` asking for `version`; returns
+/// its id and the revision the gateway answered.
+async fn open_at(url: &str, version: &str) -> (String, String) {
+    let mut init = initialize();
+    init["params"]["protocolVersion"] = json!(version);
+    let (status, headers, body) = post(url, &[], init.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let id = headers["mcp-session-id"].to_str().unwrap().to_string();
+    // The answer may come as JSON or as one SSE event.
+    let json = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&body);
+    let answer: Value = serde_json::from_str(json).unwrap();
+    (
+        id,
+        answer["result"]["protocolVersion"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn sessions_negotiate_a_revision_and_are_held_to_it() {
+    // With no setting every session speaks 2025-03-26, whatever it asks.
+    let dir = empty_dir("revisions-default");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    assert_eq!(open_at(&serve.url, "2025-06-18").await.1, "2025-03-26");
+    serve.stop();
+
+    let dir = empty_dir("revisions");
+    let serve = Serve::start(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--protocol-versions",
+            "2025-06-18,2025-03-26",
+        ],
+    );
+    // A listed revision is the session's; an unknown one gets the first preferred.
+    assert_eq!(open_at(&serve.url, "2025-03-26").await.1, "2025-03-26");
+    assert_eq!(open_at(&serve.url, "2024-11-05").await.1, "2025-06-18");
+    let (id, revision) = open_at(&serve.url, "2025-06-18").await;
+    assert_eq!(revision, "2025-06-18");
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}).to_string();
+    let with = |version: &'static str| {
+        [
+            ("mcp-session-id", id.clone()),
+            ("mcp-protocol-version", version.to_string()),
+        ]
+    };
+    let h = with("2025-06-18");
+    let pairs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, body) = post(&serve.url, &pairs, ping.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    // A request naming another revision than the session's is refused.
+    let h = with("2025-03-26");
+    let pairs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, body) = post(&serve.url, &pairs, ping.clone()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("MCP-Protocol-Version"), "{body}");
+    // So is a batch: 2025-06-18 has none.
+    let batch = format!("[{ping}]");
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], batch).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("batches"), "{body}");
+    serve.stop();
+}

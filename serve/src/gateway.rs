@@ -24,6 +24,9 @@ pub struct GatewayOptions {
     /// for the servers' first start to settle (so a host that connects at once
     /// sees the tools instead of an empty list).
     pub first_start: Duration,
+    /// Revisions a downstream session may speak (its own when listed, else the
+    /// first). Default: 2025-03-26 alone.
+    pub protocol_versions: mcpvisor_protocol::revision::Versions,
 }
 
 impl Default for GatewayOptions {
@@ -34,6 +37,7 @@ impl Default for GatewayOptions {
             coalesce: Duration::from_millis(50),
             outbound_queue: 256,
             first_start: Duration::from_secs(30),
+            protocol_versions: Default::default(),
         }
     }
 }

@@ -1,34 +1,41 @@
 //! `initialize` as the gateway answers it.
 
-use mcpvisor_protocol::messages::{ClientCapabilities, PROTOCOL_VERSION};
+use mcpvisor_protocol::messages::ClientCapabilities;
+use mcpvisor_protocol::revision::{Revision, Versions};
 use serde_json::{Value, json};
 
-/// Reads `initialize`: the version must be there; what the client offers is kept.
-pub(crate) fn initialize_params(params: Option<&Value>) -> Result<ClientCapabilities, String> {
+/// Reads `initialize`: the version must be there; what the client offers is
+/// kept. The session speaks the client's revision when it is one of
+/// `versions`, else the first of them (the client may then disconnect: the
+/// MCP negotiation rule).
+pub(crate) fn initialize_params(
+    params: Option<&Value>,
+    versions: &Versions,
+) -> Result<(ClientCapabilities, Revision), String> {
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str)
         .ok_or("`protocolVersion` is required")?;
-    tracing::debug!(requested, "downstream session initialized");
+    let revision = versions.accepts(requested).unwrap_or(versions.offered());
+    tracing::debug!(requested, %revision, "downstream session initialized");
     let offered = params.and_then(|p| p.get("capabilities"));
     let has = |name: &str| {
         offered
             .and_then(|c| c.get(name))
             .is_some_and(Value::is_object)
     };
-    Ok(ClientCapabilities {
+    let offers = ClientCapabilities {
         sampling: has("sampling"),
         elicitation: has("elicitation"),
         roots: false,
-    })
+    };
+    Ok((offers, revision))
 }
 
-/// The gateway's answer to `initialize`.
-pub(crate) fn initialize_result() -> Value {
+/// The gateway's answer to `initialize`, at `revision`.
+pub(crate) fn initialize_result(revision: Revision) -> Value {
     json!({
-        // The one revision this gateway serves; a client that wants another
-        // one sees it here and may disconnect (the MCP negotiation rule).
-        "protocolVersion": PROTOCOL_VERSION,
+        "protocolVersion": revision.as_str(),
         "capabilities": {
             "tools": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},

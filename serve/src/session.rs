@@ -19,6 +19,7 @@ use mcpvisor_protocol::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
 use mcpvisor_protocol::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::revision::Revision;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -85,6 +86,8 @@ struct State {
     watching: bool,
     /// What the client said it offers in `initialize`.
     client: ClientCapabilities,
+    /// The revision this session speaks (2025-03-26 until `initialize` says otherwise).
+    revision: Revision,
 }
 
 impl Session {
@@ -197,7 +200,8 @@ impl Session {
             if state.greeted {
                 return refuse("the session is already initialized".into());
             }
-            match handshake::initialize_params(request.params.as_ref()) {
+            let versions = &self.gateway.options().protocol_versions;
+            match handshake::initialize_params(request.params.as_ref(), versions) {
                 Ok(client) => Some(client),
                 Err(message) => {
                     return Err(error_message(
@@ -223,9 +227,10 @@ impl Session {
                 ));
             }
         };
-        if let Some(client) = client {
+        if let Some((client, revision)) = client {
             state.greeted = true;
             state.client = client;
+            state.revision = revision;
         }
         drop(state);
         let Admitted {
@@ -271,6 +276,11 @@ impl Session {
     }
 
     /// Whether the client declared the capability a server request needs.
+    /// The revision this session speaks.
+    pub fn revision(&self) -> Revision {
+        self.state.lock().revision
+    }
+
     pub(crate) fn offers(&self, method: &str) -> bool {
         self.state.lock().client.offers(method)
     }
@@ -356,7 +366,7 @@ impl Session {
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
         match method {
-            methods::INITIALIZE => return Ok(handshake::initialize_result()),
+            methods::INITIALIZE => return Ok(handshake::initialize_result(self.revision())),
             methods::PING => return Ok(json!({})),
             _ => {}
         }
@@ -375,8 +385,15 @@ impl Session {
                     Some(Value::String(c)) => Some(c.as_str()),
                     Some(_) => return Err(error(error_codes::INVALID_PARAMS, "invalid cursor")),
                 };
-                tools::list_page(host, self.naming, cursor, self.gateway.options().page_size)
-                    .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
+                let full = self.revision().rules().output_schema;
+                tools::list_page(
+                    host,
+                    self.naming,
+                    full,
+                    cursor,
+                    self.gateway.options().page_size,
+                )
+                .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
             methods::TOOLS_CALL => self.call(params, replies, fate, registered).await,
             m if offered::handles(m) => {

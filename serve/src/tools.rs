@@ -45,6 +45,7 @@ pub(crate) struct BadCursor;
 pub(crate) fn list_page(
     host: &Host,
     naming: Naming,
+    full: bool,
     cursor: Option<&str>,
     page_size: usize,
 ) -> Result<Value, BadCursor> {
@@ -60,7 +61,7 @@ pub(crate) fn list_page(
     let end = (start + page_size.max(1)).min(tools.len());
     let page: Vec<Value> = tools[start..end]
         .iter()
-        .map(|t| tool_json(t, naming))
+        .map(|t| tool_json(t, naming, full))
         .collect();
     let mut result = Map::new();
     result.insert("tools".into(), Value::Array(page));
@@ -70,13 +71,22 @@ pub(crate) fn list_page(
     Ok(Value::Object(result))
 }
 
-fn tool_json(t: &ToolDefinition, naming: Naming) -> Value {
+/// A tool as a session sees it; `full` adds what 2025-06-18 brought (title, outputSchema).
+fn tool_json(t: &ToolDefinition, naming: Naming, full: bool) -> Value {
     let mut tool = json!({
         "name": naming.advertise(&t.name),
         "inputSchema": t.input_schema,
     });
     if !t.description.is_empty() {
         tool["description"] = Value::String(t.description.clone());
+    }
+    if full {
+        if let Some(title) = &t.title {
+            tool["title"] = Value::String(title.clone());
+        }
+        if let Some(schema) = &t.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
     }
     tool
 }

@@ -39,6 +39,7 @@ use sessions::{HttpSession, Sessions, Touching};
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Settings of the HTTP endpoint.
 #[derive(Debug, Clone)]
@@ -231,6 +232,33 @@ fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSessio
     Ok(session)
 }
 
+/// What the session's revision asks of a request: an `MCP-Protocol-Version`
+/// header, when sent, names it; no batch where the revision has none.
+fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(), Refused> {
+    let revision = session.session.revision();
+    if let Some(sent) = headers.get(VERSION_HEADER) {
+        let sent = sent.to_str().unwrap_or("");
+        if sent != revision.as_str() {
+            return Err(Refused(
+                StatusCode::BAD_REQUEST,
+                error_codes::INVALID_REQUEST,
+                format!(
+                    "MCP-Protocol-Version {:?} is not this session's revision ({revision})",
+                    sent.chars().take(40).collect::<String>()
+                ),
+            ));
+        }
+    }
+    if batch && !revision.rules().batches {
+        return Err(Refused(
+            StatusCode::BAD_REQUEST,
+            error_codes::INVALID_REQUEST,
+            format!("protocol {revision} has no JSON-RPC batches; send one message per request"),
+        ));
+    }
+    Ok(())
+}
+
 fn accepts_sse(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
@@ -324,7 +352,12 @@ async fn on_post(
         }
     } else {
         match session_of(&endpoint, &headers) {
-            Ok(session) => (None, session),
+            Ok(session) => {
+                if let Err(refusal) = speaks(&session, &headers, batch) {
+                    return refusal.into_response();
+                }
+                (None, session)
+            }
             Err(refusal) => return refusal.into_response(),
         }
     };

@@ -101,6 +101,8 @@ pub(crate) async fn serve(
     options.client_handler = Some(handler);
     let mut gateway_options = GatewayOptions::default();
     gateway_options.first_start = options.startup_timeout + Duration::from_secs(1);
+    // Downstream sessions negotiate from the same preference as the servers.
+    gateway_options.protocol_versions = options.protocol_versions.clone();
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;

@@ -1,12 +1,14 @@
 """A client of `mcpvisor serve --stdio` on the Python `mcp` SDK that answers
 sampling and elicitation, used by tests/serve_forwarding.rs.
 
-Usage: python_sampling.py <offer|bare> <command> [args...]
+Usage: python_sampling.py <offer|offer-all|bare> <command> [args...]
 
 With `offer` it declares sampling and elicitation (callbacks that answer with
 fixed text and a form's single field) and calls server-everything's sampling
 tool through the gateway; with `bare` it declares neither and calls the sampling
-and elicitation tools. It prints one JSON object: each tool's text, whether it
+and elicitation tools; with `offer-all` it declares both and calls both tools
+(the gateway must speak 2025-06-18 or later for the SDK to take elicitation).
+It prints one JSON object: each tool's text, whether it
 was an error, and what the callbacks saw.
 """
 
@@ -39,7 +41,8 @@ async def main() -> None:
         seen["elicitation"].append(params.message)
         return types.ElicitResult(action="accept", content={"name": "Grace"})
 
-    callbacks = {"sampling_callback": sampling, "elicitation_callback": elicitation} if mode == "offer" else {}
+    offers = mode in ("offer", "offer-all")
+    callbacks = {"sampling_callback": sampling, "elicitation_callback": elicitation} if offers else {}
     out: dict = {"seen": seen}
     server = StdioServerParameters(command=command, args=args)
     with anyio.fail_after(60):
@@ -52,7 +55,8 @@ async def main() -> None:
                 # The SDK takes elicitation only from servers on protocol 2025-06-18 or
                 # later, and the gateway speaks 2025-03-26 downstream: the refusal is
                 # tested without the capability only.
-                if mode == "bare":
+                out["protocol"] = session.protocol_version if hasattr(session, "protocol_version") else None
+                if mode in ("bare", "offer-all"):
                     calls.append(("elicitation", ELICITATION, {}))
                 for key, name, arguments in calls:
                     result = await session.call_tool(name, arguments)
