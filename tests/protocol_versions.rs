@@ -205,3 +205,54 @@ async fn structured_content_outside_the_output_schema_is_a_typed_error_from_2025
     let unchecked = at(None, &["--hostile", "wrong-output"]).await.unwrap();
     assert_eq!(unchecked.structured_content, Some(json!({"sum": "many"})));
 }
+
+/// server-everything's research tool requires a task at 2025-11-25: the call
+/// runs as one (created, polled, its result read) and is one `PendingCall`,
+/// which cancelling ends; at 2025-03-26 the server refuses the plain call
+/// (with a tool error).
+#[tokio::test]
+async fn a_tool_that_requires_a_task_runs_as_one_and_cancels_as_one() {
+    const TOOL: &str = "mcp__everything__simulate-research-query";
+    let running = Peer::Everything.run(Wire::Stdio);
+    let host = start(
+        running.spec.clone(),
+        Some(Versions::only(Revision::V2025_11_25)),
+    )
+    .await;
+    let done = call(&host, TOOL, json!({"topic": "supervision trees"}))
+        .await
+        .unwrap();
+    assert!(!done.is_error, "{}", done.text());
+    assert!(done.text().contains("supervision trees"), "{}", done.text());
+    assert!(done.text().contains("stages"), "{}", done.text());
+
+    let pending = host.call(TOOL, json!({"topic": "cancelled"}), Default::default());
+    let canceller = pending.canceller();
+    let waiting = tokio::spawn(pending);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    canceller.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("a cancelled task call resolves")
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(mcpvisor::CallError::Cancelled)),
+        "{outcome:?}"
+    );
+    // The connection is fine: another task call completes.
+    let again = call(&host, TOOL, json!({"topic": "again"})).await.unwrap();
+    assert!(again.text().contains("again"), "{}", again.text());
+    assert_eq!(host.servers()[0].restarts, 0);
+    host.shutdown().await;
+
+    // The same tool at 2025-03-26: no tasks, and the server says so.
+    let running = Peer::Everything.run(Wire::Stdio);
+    let host = start(running.spec.clone(), None).await;
+    let refused = call(&host, TOOL, json!({"topic": "x"})).await.unwrap();
+    assert!(refused.is_error, "{refused:?}");
+    assert!(
+        refused.text().contains("requires task augmentation"),
+        "{refused:?}"
+    );
+    host.shutdown().await;
+}

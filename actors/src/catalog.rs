@@ -37,6 +37,8 @@ pub struct Offers {
     pub completions: bool,
     /// `logging`: `logging/setLevel`.
     pub logging: bool,
+    /// `tasks.requests.tools.call`: tools may run as tasks.
+    pub task_calls: bool,
 }
 
 impl Offers {
@@ -53,6 +55,11 @@ impl Offers {
             prompts: caps.other.get("prompts").is_some_and(Value::is_object),
             completions: caps.other.get("completions").is_some_and(Value::is_object),
             logging: caps.logging.as_ref().is_some_and(Value::is_object),
+            task_calls: caps
+                .other
+                .get("tasks")
+                .and_then(|t| t.pointer("/requests/tools/call"))
+                .is_some_and(Value::is_object),
         }
     }
 }
@@ -175,20 +182,7 @@ impl ServerLink {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, CallError> {
-        let (id, answer) = self.lane.request(method, params, self.request_timeout)?;
-        let cancel = CancelOnDrop {
-            lane: &self.lane,
-            id,
-            armed: true,
-        };
-        let outcome = answer.await;
-        cancel.disarm();
-        outcome.unwrap_or_else(|_| {
-            Err(CallError::ConnectionClosed {
-                server: self.name.clone(),
-                reason: Arc::from("the connection ended before answering"),
-            })
-        })
+        self.lane.ask(method, params, self.request_timeout).await
     }
 
     /// Fails unless the server declared `feature`.
@@ -225,26 +219,6 @@ impl ServerLink {
             .prompts
             .get(self, methods::PROMPTS_LIST, "prompts")
             .await
-    }
-}
-
-struct CancelOnDrop<'a> {
-    lane: &'a CallLane,
-    id: i64,
-    armed: bool,
-}
-
-impl CancelOnDrop<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.lane.cancel(self.id);
-        }
     }
 }
 

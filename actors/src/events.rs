@@ -155,7 +155,7 @@ impl fmt::Display for HostEvent {
                     .as_ref()
                     .map(|p| format!(", protocol {p}"))
                     .unwrap_or_default();
-                format!("{server}: ready, {tools} tools{pid}{protocol}")
+                format!("{server}: ready, {tools} tools{protocol}{pid}")
             }
             HostEvent::ServerRestarting {
                 server,

@@ -28,6 +28,7 @@ use crate::routes::{RouteSnapshot, RouteTable};
 use crate::standing::Standing;
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
 use crate::supervisor::{ReloadReport, SupervisorActor, SupervisorArgs};
+use crate::task_call::{self, TaskFlow};
 
 /// A running supervisor and everything a host needs to use it.
 ///
@@ -55,6 +56,8 @@ struct HostInner {
     shut_down: AtomicBool,
     /// Subscribed before the supervisor started, so the first `events()` misses nothing.
     first_events: parking_lot::Mutex<Option<broadcast::Receiver<HostEvent>>>,
+    /// The runtime the host was started on, where task calls run.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Host {
@@ -98,6 +101,7 @@ impl Host {
             bus,
             shut_down: AtomicBool::new(false),
             first_events,
+            runtime: tokio::runtime::Handle::current(),
         })))
     }
 
@@ -127,6 +131,26 @@ impl Host {
         let timeout = options.timeout.unwrap_or(route.request_timeout);
         let arguments = (!arguments.is_null()).then_some(&arguments);
         let lane = &route.lane;
+        if route.task {
+            let (flow, answer) = task_call::start(
+                &self.0.runtime,
+                &route,
+                arguments.cloned(),
+                options.progress,
+                timeout,
+            );
+            return PendingCall {
+                inner: Some(Waiting {
+                    answer,
+                    cancel: Cancel {
+                        lane: lane.clone(),
+                        id: 0,
+                        task: Some(flow),
+                    },
+                }),
+                failed: None,
+            };
+        }
         match lane.start(
             route.definition.name.tool(),
             arguments,
@@ -137,8 +161,11 @@ impl Host {
             Ok((id, answer)) => PendingCall {
                 inner: Some(Waiting {
                     answer,
-                    lane: lane.clone(),
-                    id,
+                    cancel: Cancel {
+                        lane: lane.clone(),
+                        id,
+                        task: None,
+                    },
                 }),
                 failed: None,
             },
@@ -293,8 +320,25 @@ impl Drop for HostInner {
 /// waits for the answer (or the timeout the connection delivers).
 struct Waiting {
     answer: Answer,
+    cancel: Cancel,
+}
+
+/// How to cancel one call.
+#[derive(Clone)]
+struct Cancel {
     lane: Arc<CallLane>,
     id: i64,
+    /// A call the server runs as a task: cancelled through its flow.
+    task: Option<Arc<TaskFlow>>,
+}
+
+impl Cancel {
+    fn cancel(&self) {
+        match &self.task {
+            Some(flow) => flow.cancel(),
+            None => self.lane.cancel(self.id),
+        }
+    }
 }
 
 /// A call in flight. Await it for the result; drop it to cancel.
@@ -314,7 +358,7 @@ impl PendingCall {
 
     /// A handle that cancels this call from elsewhere (a Ctrl-C handler, another task).
     pub fn canceller(&self) -> CallCanceller {
-        CallCanceller(self.inner.as_ref().map(|w| (w.lane.clone(), w.id)))
+        CallCanceller(self.inner.as_ref().map(|w| w.cancel.clone()))
     }
 }
 
@@ -327,7 +371,7 @@ impl Future for PendingCall {
             return Poll::Ready(Err(this.failed.take().unwrap_or(CallError::Cancelled)));
         };
         if let Poll::Ready(answer) = Pin::new(&mut waiting.answer).poll(cx) {
-            let server = waiting.lane.server().clone();
+            let server = waiting.cancel.lane.server().clone();
             this.inner = None;
             return Poll::Ready(answer.unwrap_or_else(|_| {
                 Err(CallError::ConnectionClosed {
@@ -343,20 +387,20 @@ impl Future for PendingCall {
 impl Drop for PendingCall {
     fn drop(&mut self) {
         if let Some(waiting) = self.inner.take() {
-            waiting.lane.cancel(waiting.id);
+            waiting.cancel.cancel();
         }
     }
 }
 
 /// Cancels one call; the call's future then resolves to [`CallError::Cancelled`].
 #[derive(Clone)]
-pub struct CallCanceller(Option<(Arc<CallLane>, i64)>);
+pub struct CallCanceller(Option<Cancel>);
 
 impl CallCanceller {
     /// Sends the cancellation (a no-op for a call that already ended).
     pub fn cancel(&self) {
-        if let Some((lane, id)) = &self.0 {
-            lane.cancel(*id);
+        if let Some(waiting) = &self.0 {
+            waiting.cancel();
         }
     }
 }

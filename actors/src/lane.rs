@@ -93,6 +93,8 @@ pub(crate) struct CallLane {
     deadlines: Mutex<Option<AbortHandle>>,
     /// Set once a failed write was reported to the actor.
     write_failed: AtomicBool,
+    /// Progress of tasks, by the token of the call that started each.
+    watched: Mutex<std::collections::HashMap<i64, ProgressCallback>>,
 }
 
 impl std::fmt::Debug for CallLane {
@@ -122,6 +124,7 @@ impl CallLane {
             armed: Mutex::new(None),
             deadlines: Mutex::new(None),
             write_failed: AtomicBool::new(false),
+            watched: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -173,7 +176,54 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<(i64, RawAnswer), CallError> {
-        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = self.next_id();
+        let answer = self.request_as(id, method, params, timeout)?;
+        Ok((id, answer))
+    }
+
+    /// [`CallLane::request`], awaited: the result as sent. Dropping the future
+    /// cancels the request (the server is sent `notifications/cancelled`).
+    pub(crate) async fn ask(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let (id, answer) = self.request(method, params, timeout)?;
+        self.await_raw(id, answer).await
+    }
+
+    /// Waits for a raw request's answer; cancels it if dropped first.
+    pub(crate) async fn await_raw(&self, id: i64, answer: RawAnswer) -> Result<Value, CallError> {
+        let cancel = CancelOnDrop {
+            lane: self,
+            id,
+            armed: true,
+        };
+        let outcome = answer.await;
+        cancel.disarm();
+        outcome.unwrap_or_else(|_| {
+            Err(CallError::ConnectionClosed {
+                server: self.server.clone(),
+                reason: Arc::from("the connection ended before answering"),
+            })
+        })
+    }
+
+    /// The next request id of this connection (for a request whose parameters
+    /// name it, as a progress token does), to pass to [`CallLane::request_as`].
+    pub(crate) fn next_id(&self) -> i64 {
+        self.ids.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// [`CallLane::request`] under an id from [`CallLane::next_id`].
+    pub(crate) fn request_as(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<RawAnswer, CallError> {
         let request = Request::new(RequestId::Number(id), method, params);
         let mut line = Message::Request(request).to_vec();
         line.push(b'\n');
@@ -185,7 +235,18 @@ impl CallLane {
             after: timeout,
         };
         self.begin(id, line, slot)?;
-        Ok((id, answer))
+        Ok(answer)
+    }
+
+    /// Sends progress for token `id` to `progress` until [`CallLane::unwatch`]
+    /// (a task's progress outlives the request that started it).
+    pub(crate) fn watch(&self, id: i64, progress: ProgressCallback) {
+        self.watched.lock().insert(id, progress);
+    }
+
+    /// Stops [`CallLane::watch`]ing `id`.
+    pub(crate) fn unwatch(&self, id: i64) {
+        self.watched.lock().remove(&id);
     }
 
     /// Records request `id` due after `slot.after`, then writes its line.
@@ -367,7 +428,10 @@ impl CallLane {
     /// The progress callback of the call whose progress token is `token`.
     pub(crate) fn progress(&self, token: &Value) -> Option<ProgressCallback> {
         let id = token.as_i64()?;
-        self.calls.lock().get(id)?.progress.clone()
+        if let Some(slot) = self.calls.lock().get(id) {
+            return slot.progress.clone();
+        }
+        self.watched.lock().get(&id).cloned()
     }
 
     /// The connection is ready: calls may start.
@@ -431,6 +495,27 @@ impl CallLane {
     fn unavailable(&self) -> CallError {
         CallError::ServerUnavailable {
             server: self.server.clone(),
+        }
+    }
+}
+
+/// Cancels a raw request whose waiter went away.
+struct CancelOnDrop<'a> {
+    lane: &'a CallLane,
+    id: i64,
+    armed: bool,
+}
+
+impl CancelOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.lane.cancel(self.id);
         }
     }
 }

@@ -30,6 +30,7 @@ mod server;
 mod standing;
 pub mod status;
 mod supervisor;
+mod task_call;
 #[cfg(test)]
 mod test_actors;
 mod transport;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use mcpvisor_protocol::messages::Tool;
 use mcpvisor_protocol::output_schema::OutputCheck;
+use mcpvisor_protocol::tasks::requires_task;
 use mcpvisor_protocol::tool_schema::SchemaNote;
 use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -187,6 +188,8 @@ impl RegistryState {
             .link
             .revision
             .is_some_and(|r| r.rules().output_schema);
+        let tasks =
+            report.link.offers.task_calls && report.link.revision.is_some_and(|r| r.rules().tasks);
         for tool in &report.tools {
             match ToolDefinition::from_tool(&report.name, tool) {
                 Ok((def, note)) => {
@@ -214,7 +217,8 @@ impl RegistryState {
                         },
                         _ => None,
                     };
-                    definitions.push((def, output));
+                    let task = tasks && requires_task(tool.execution.as_ref());
+                    definitions.push((def, output, task));
                 }
                 Err(e) => {
                     tracing::warn!(server = %report.name, tool = %tool.name, "tool not advertised: {e}");
@@ -229,7 +233,7 @@ impl RegistryState {
         let listed = definitions.len();
         let routes = definitions
             .into_iter()
-            .map(|(definition, output)| {
+            .map(|(definition, output, task)| {
                 let key = Arc::from(definition.name.as_str());
                 let route = Arc::new(Route {
                     definition,
@@ -238,6 +242,7 @@ impl RegistryState {
                     lane: report.link.lane.clone(),
                     request_timeout: report.link.request_timeout,
                     output,
+                    task,
                 });
                 (key, route)
             })

@@ -28,6 +28,8 @@ pub struct Route {
     pub(crate) request_timeout: Duration,
     /// Checks results against the tool's `outputSchema`, where the revision asks for it.
     pub(crate) output: Option<Arc<ToolOutput>>,
+    /// Calls run as tasks (2025-11-25: the tool requires it and the server offers it).
+    pub(crate) task: bool,
 }
 
 /// A tool's compiled `outputSchema`, with the names its errors give.

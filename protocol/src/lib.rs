@@ -32,6 +32,7 @@ pub mod revision;
 pub mod secret;
 pub mod session;
 pub mod sse;
+pub mod tasks;
 pub mod tool_schema;
 
 pub use frame::{FrameDecoder, FrameError, STDIO_FRAME_LIMIT};

@@ -214,6 +214,9 @@ pub struct Tool {
     /// JSON Schema of its results' `structuredContent` (from 2025-06-18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// How it runs (from 2025-11-25: `taskSupport`), kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
 }
 
 /// One page of `tools/list`.

@@ -152,6 +152,7 @@ mod tests {
             annotations: None,
             title: None,
             output_schema: None,
+            execution: None,
         }
     }
 

@@ -68,6 +68,7 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
                 annotations: None,
                 title: None,
                 output_schema: None,
+                execution: None,
             })
             .collect(),
         rejected: Vec::new(),

@@ -1,0 +1,177 @@
+//! A tool call the server runs as a task (protocol 2025-11-25, for tools whose
+//! `execution.taskSupport` is `required`): `tools/call` with `task` answers at
+//! once with the task's id; the call then polls `tasks/get` at the server's
+//! pace until the task ends or needs input, and reads the result with
+//! `tasks/result`. To the host it is one `PendingCall`: its progress reaches
+//! the call's callback, dropping or cancelling it sends `tasks/cancel`, and
+//! the call's timeout bounds the whole task.
+//!
+//! Each request of the flow has the server's request timeout (and its rule: a
+//! server that does not answer one is restarted). The task as a whole may run
+//! as long as the call's timeout; past it the task is cancelled and the call
+//! fails with `Timeout`, but the connection stays — the server answered every
+//! request, it only worked longer than the host would wait.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::CallToolResult;
+use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::tasks::{
+    TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TaskState, TaskStatus, call_as_task_params, task_params,
+};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use crate::error::CallError;
+use crate::lane::{Answer, CallLane};
+use crate::options::ProgressCallback;
+use crate::routes::Route;
+
+/// Fastest and slowest polling, whatever the server suggests.
+const POLL_FLOOR: Duration = Duration::from_millis(100);
+const POLL_CEILING: Duration = Duration::from_secs(5);
+
+/// One task call's shared state: what cancelling it needs.
+pub(crate) struct TaskFlow {
+    lane: Arc<CallLane>,
+    request_timeout: Duration,
+    task_id: Mutex<Option<String>>,
+    reply: Mutex<Option<oneshot::Sender<Result<CallToolResult, CallError>>>>,
+    abort: Mutex<Option<AbortHandle>>,
+    /// The token its progress comes with (the first request's id).
+    token: i64,
+}
+
+impl TaskFlow {
+    /// Ends the call with [`CallError::Cancelled`] and asks the server to
+    /// cancel the task (if it was created). A finished call is left alone.
+    pub(crate) fn cancel(&self) {
+        let Some(reply) = self.reply.lock().take() else {
+            return;
+        };
+        if let Some(abort) = self.abort.lock().take() {
+            abort.abort();
+        }
+        self.lane.unwatch(self.token);
+        if let Some(id) = self.task_id.lock().take() {
+            // Best effort: its answer is not awaited.
+            let _ = self
+                .lane
+                .request(TASKS_CANCEL, Some(task_params(&id)), self.request_timeout);
+        }
+        let _ = reply.send(Err(CallError::Cancelled));
+    }
+
+    fn finish(&self, outcome: Result<CallToolResult, CallError>) {
+        self.lane.unwatch(self.token);
+        if let Some(reply) = self.reply.lock().take() {
+            let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// Starts a task call of `route`'s tool on `runtime`; the answer comes as a call's does.
+pub(crate) fn start(
+    runtime: &tokio::runtime::Handle,
+    route: &Route,
+    arguments: Option<Value>,
+    progress: Option<ProgressCallback>,
+    timeout: Duration,
+) -> (Arc<TaskFlow>, Answer) {
+    let lane = route.lane.clone();
+    let token = lane.next_id();
+    let (reply, answer) = oneshot::channel();
+    let flow = Arc::new(TaskFlow {
+        lane: lane.clone(),
+        request_timeout: route.request_timeout,
+        task_id: Mutex::new(None),
+        reply: Mutex::new(Some(reply)),
+        abort: Mutex::new(None),
+        token,
+    });
+    if let Some(progress) = progress.clone() {
+        lane.watch(token, progress);
+    }
+    let tool = route.definition.name.tool().to_string();
+    let output = route.output.clone();
+    let server = lane.server().clone();
+    let running = flow.clone();
+    let task = runtime.spawn(async move {
+        let work = run(&running, &tool, arguments, progress.is_some());
+        let outcome = match tokio::time::timeout(timeout, work).await {
+            Ok(Ok(result)) => match &output {
+                Some(o) => o.check.check(&result).map(|()| result).map_err(|detail| {
+                    CallError::OutputMismatch {
+                        server: server.clone(),
+                        tool: o.tool.clone(),
+                        detail,
+                    }
+                }),
+                None => Ok(result),
+            },
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                if let Some(id) = running.task_id.lock().take() {
+                    let _ = running.lane.request(
+                        TASKS_CANCEL,
+                        Some(task_params(&id)),
+                        running.request_timeout,
+                    );
+                }
+                Err(CallError::Timeout {
+                    server: server.clone(),
+                    after: timeout,
+                })
+            }
+        };
+        running.finish(outcome);
+    });
+    *flow.abort.lock() = Some(task.abort_handle());
+    (flow, answer)
+}
+
+async fn run(
+    flow: &TaskFlow,
+    tool: &str,
+    arguments: Option<Value>,
+    with_progress: bool,
+) -> Result<CallToolResult, CallError> {
+    let lane = &flow.lane;
+    let invalid = |source| CallError::InvalidResult {
+        server: lane.server().clone(),
+        source,
+    };
+    let params = call_as_task_params(
+        tool,
+        arguments.as_ref(),
+        u64::try_from(flow.request_timeout.as_millis()).unwrap_or(u64::MAX),
+        with_progress.then_some(flow.token),
+    );
+    let answer = lane.request_as(
+        flow.token,
+        methods::TOOLS_CALL,
+        Some(params),
+        flow.request_timeout,
+    )?;
+    let created = lane.await_raw(flow.token, answer).await?;
+    let mut state = TaskState::created(&created).map_err(invalid)?;
+    let id = state.task_id.clone();
+    *flow.task_id.lock() = Some(id.clone());
+    while !state.status.is_terminal() && state.status != TaskStatus::InputRequired {
+        let pause = Duration::from_millis(state.poll_interval_ms.unwrap_or(1000));
+        tokio::time::sleep(pause.clamp(POLL_FLOOR, POLL_CEILING)).await;
+        let got = lane
+            .ask(TASKS_GET, Some(task_params(&id)), flow.request_timeout)
+            .await?;
+        state = TaskState::parse(&got, "tasks/get").map_err(invalid)?;
+    }
+    // The result ends the task: nothing is left to cancel.
+    let result = lane
+        .ask(TASKS_RESULT, Some(task_params(&id)), flow.request_timeout)
+        .await;
+    flow.task_id.lock().take();
+    CallToolResult::parse(result?).map_err(invalid)
+}
