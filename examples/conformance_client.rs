@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use mcpvisor::auth::{Grant, HeadlessDriver, OAuth, OAuthConfig};
 use mcpvisor::protocol::messages::ClientCapabilities;
+use mcpvisor::protocol::revision::Versions;
 use mcpvisor::transports::HttpSpec;
 use mcpvisor::{
     CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SecretString, ServerSpec,
@@ -101,6 +102,9 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     options.client_handler = Some(SharedClientHandler(Arc::new(AcceptWithDefaults)));
     options.request_timeout = Duration::from_secs(20);
     options.startup_timeout = Duration::from_secs(20);
+    // Every revision, newest first: the suite's servers speak 2025-06-18 or 2025-11-25.
+    options.protocol_versions =
+        Versions::parse(&["2025-11-25", "2025-06-18", "2025-03-26"]).map_err(|e| e.to_string())?;
     let host = Host::start(vec![spec], options)
         .await
         .map_err(|e| e.to_string())?;
