@@ -381,3 +381,33 @@ fn on_a_terminal_decline_declines_and_esc_cancels() {
         s.screen
     );
 }
+
+/// Attached to a running `mcpvisor serve`, `call` answers the same way: serve
+/// forwards the server's request to this client (naming the server), which
+/// declines the form off a terminal.
+#[test]
+fn attached_to_serve_a_call_answers_the_servers_requests_too() {
+    let dir = project("attached");
+    let mut serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    // The file now names a command that cannot start: only serve's servers answer.
+    let broken = json!({"mcpServers": {"everything": {"command": "/nonexistent/node"}}});
+    std::fs::write(dir.join(".mcp.json"), broken.to_string()).unwrap();
+    let out = call(&dir, ELICIT, json!({}), &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stderr.contains("mcpvisor: everything asked for input"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("declined: not a terminal"), "{stderr}");
+    assert!(
+        stdout.contains("User declined to provide the requested information"),
+        "{stdout}"
+    );
+    let out = call(&dir, SAMPLE, json!({"prompt": "hi", "maxTokens": 5}), &[]);
+    assert!(
+        text(&out.stderr).contains("everything asked for a model completion; declined"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(serve.terminate().success(), "{}", serve.output());
+}

@@ -31,6 +31,18 @@ pub struct HostRequest {
     pub params: Value,
 }
 
+impl HostRequest {
+    /// A request `server` sent (for hosts that relay requests themselves, as
+    /// the CLI does for those `mcpvisor serve` forwards it).
+    pub fn new(server: Arc<str>, method: String, params: Value) -> HostRequest {
+        HostRequest {
+            server,
+            method,
+            params,
+        }
+    }
+}
+
 /// A handler's answer: the result, or a JSON-RPC error for the server.
 pub type HostAnswer = Pin<Box<dyn Future<Output = Result<Value, ErrorObject>> + Send>>;
 

@@ -5,8 +5,12 @@ use std::collections::VecDeque;
 use std::future::Future;
 
 use mcpvisor_protocol::frame::FrameDecoder;
+use std::sync::Arc;
+
+use mcpvisor::{HostRequest, SharedClientHandler};
 use mcpvisor_protocol::jsonrpc::{
-    ErrorObject, Incoming, Message, Notification, Request, RequestId,
+    ErrorObject, ErrorResponse, Incoming, Message, Notification, Request, RequestId, Response,
+    error_codes,
 };
 use mcpvisor_protocol::messages::{PROTOCOL_VERSION, methods};
 use serde_json::{Value, json};
@@ -45,22 +49,38 @@ pub struct Client {
     decoder: FrameDecoder,
     frames: VecDeque<Vec<u8>>,
     next_id: i64,
+    /// Who answers the servers' requests `serve` forwards (sampling, elicitation).
+    answers: Option<SharedClientHandler>,
 }
 
 impl Client {
-    /// Initializes a session on `stream`.
+    /// Initializes a session on `stream` that answers no server's request.
     pub async fn start(stream: UnixStream) -> Result<Client, ClientError> {
+        Client::start_answering(stream, None).await
+    }
+
+    /// Initializes a session on `stream` whose servers' requests (forwarded
+    /// by `serve` while this client's calls run) `answers` answers; it
+    /// declares what `answers` offers.
+    pub async fn start_answering(
+        stream: UnixStream,
+        answers: Option<SharedClientHandler>,
+    ) -> Result<Client, ClientError> {
         let (reader, writer) = stream.into_split();
+        let capabilities = answers
+            .as_ref()
+            .map_or(json!({}), |a| a.0.capabilities().to_value());
         let mut client = Client {
             reader,
             writer,
             decoder: FrameDecoder::new(MAX_LINE),
             frames: VecDeque::new(),
             next_id: 0,
+            answers,
         };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": capabilities,
             "clientInfo": {"name": "mcpvisor-cli", "version": env!("CARGO_PKG_VERSION")},
         });
         client.request(methods::INITIALIZE, params, |_| {}).await?;
@@ -124,8 +144,44 @@ impl Client {
                 }
                 Message::Error(e) if e.id.is_none() => return Err(ClientError::Rpc(e.error)),
                 Message::Notification(n) => on_notification(&n),
+                Message::Request(r) => {
+                    let reply = self.answer(r).await;
+                    self.write(&reply).await?;
+                }
                 _ => {}
             }
+        }
+    }
+
+    /// The answer to a request `serve` sent this client: `ping`, or a
+    /// server's request this client's handler offers; `-32601` otherwise.
+    async fn answer(&self, request: Request) -> Message {
+        let Request { id, method, params } = request;
+        let outcome = match &self.answers {
+            _ if method == methods::PING => Ok(json!({})),
+            Some(answers)
+                if answers.0.capabilities().offers(&method) && method != methods::ROOTS_LIST =>
+            {
+                let params = params.unwrap_or(Value::Null);
+                let server = params
+                    .pointer("/_meta/mcpvisor~1server")
+                    .and_then(Value::as_str)
+                    .unwrap_or("a server of mcpvisor serve");
+                let asked = HostRequest::new(Arc::from(server), method, params);
+                answers.0.answer(asked).await
+            }
+            _ => Err(ErrorObject {
+                code: error_codes::METHOD_NOT_FOUND,
+                message: format!("method not found: {method}"),
+                data: None,
+            }),
+        };
+        match outcome {
+            Ok(result) => Message::Response(Response { id, result }),
+            Err(error) => Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }),
         }
     }
 

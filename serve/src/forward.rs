@@ -145,7 +145,20 @@ impl ClientHandler for Forwarder {
                     request.server, request.method
                 )));
             }
-            session.ask(&request.method, request.params, &replies).await
+            // Which server asks, for clients that show it (the CLI does).
+            let mut params = request.params;
+            if let Some(map) = params.as_object_mut() {
+                let meta = map
+                    .entry("_meta")
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(
+                        crate::offered::SERVER_META.into(),
+                        serde_json::Value::String(request.server.to_string()),
+                    );
+                }
+            }
+            session.ask(&request.method, params, &replies).await
         })
     }
 }

@@ -289,7 +289,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     let attached = if cli.no_attach {
         None
     } else {
-        attach(&settings, config_path.as_deref()).await?
+        // A call may meet a server that asks for input: answered here, as one-shot.
+        let answers = match &command {
+            Command::Call { .. } => Some(answers::handler(&settings)?),
+            _ => None,
+        };
+        attach(&settings, config_path.as_deref(), answers).await?
     };
     if let Some(mut client) = attached {
         return match command {
@@ -426,10 +431,12 @@ async fn offered_command(
     }
 }
 
-/// A session with the running `serve` for this configuration, if there is one.
+/// A session with the running `serve` for this configuration, if there is one;
+/// `answers` answers the servers' requests `serve` forwards to it.
 async fn attach(
     settings: &Settings,
     config: Option<&std::path::Path>,
+    answers: Option<mcpvisor::SharedClientHandler>,
 ) -> Result<Option<mcpvisor_serve::client::Client>, Failure> {
     let place = mcpvisor_serve::socket::SocketPlace::for_config(&settings.home, config)
         .map_err(|e| Failure(format!("cannot name the socket: {e}"), 1))?;
@@ -442,7 +449,8 @@ async fn attach(
         }
     };
     // A serve that holds its socket but does not answer must not hang the command.
-    match tokio::time::timeout(Duration::from_secs(10), mcpvisor_serve::client::Client::start(stream)).await {
+    let started = mcpvisor_serve::client::Client::start_answering(stream, answers);
+    match tokio::time::timeout(Duration::from_secs(10), started).await {
         Ok(Ok(client)) => Ok(Some(client)),
         Ok(Err(e)) => Err(Failure(format!("attaching to the running serve failed: {e}"), 1)),
         Err(_) => Err(Failure(
