@@ -503,3 +503,64 @@ async fn sessions_negotiate_a_revision_and_are_held_to_it() {
     assert!(message(&body).contains("batches"), "{body}");
     serve.stop();
 }
+
+/// The result of one `tools/call` in `session` (JSON or one SSE event).
+async fn call_in(url: &str, session: &str, name: &str, arguments: Value) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}});
+    let (status, _, body) = post(url, &[("mcp-session-id", session)], call.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    let json = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .last()
+        .unwrap_or(&body);
+    serde_json::from_str::<Value>(json).unwrap()["result"].clone()
+}
+
+#[tokio::test]
+async fn an_older_session_gets_resource_links_as_text() {
+    let dir = empty_dir("convert");
+    let index = support::peers_dir()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let config =
+        json!({"mcpServers": {"everything": {"command": "node", "args": [index, "stdio"]}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let enabled = support::serve::mcpvisor(&dir)
+        .args(["enable", "everything"])
+        .output()
+        .unwrap();
+    assert!(enabled.status.success());
+    // Upstream at 2025-11-25; one session at each end of the range.
+    let serve = Serve::start(
+        &dir,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--protocol-versions",
+            "2025-11-25,2025-03-26",
+        ],
+    );
+    let (new, _) = open_at(&serve.url, "2025-11-25").await;
+    let (old, revision) = open_at(&serve.url, "2025-03-26").await;
+    assert_eq!(revision, "2025-03-26");
+    let tool = "mcp__everything__get-resource-links";
+    let fresh = call_in(&serve.url, &new, tool, json!({"count": 1})).await;
+    let kinds: Vec<&str> = fresh["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"resource_link"), "{fresh}");
+    let converted = call_in(&serve.url, &old, tool, json!({"count": 1})).await;
+    let blocks = converted["content"].as_array().unwrap();
+    assert!(blocks.iter().all(|b| b["type"] == "text"), "{converted}");
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["text"].as_str().unwrap().starts_with("[resource link: ")),
+        "{converted}"
+    );
+    serve.stop();
+}

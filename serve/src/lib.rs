@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+mod convert;
 mod events;
 pub mod forward;
 mod gateway;

@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::convert;
 use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
 use crate::handshake;
@@ -527,7 +528,7 @@ impl Session {
         };
         tokio::select! {
             result = &mut pending => match result {
-                Ok(result) => Ok(result.to_value()),
+                Ok(result) => Ok(convert::tool_result_for(self.revision(), result.to_value())),
                 Err(CallError::UnknownTool(_)) => outcome::unrouted(host, name, Some(route)),
                 Err(e) => outcome::failed(e),
             },
