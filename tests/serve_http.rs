@@ -512,8 +512,8 @@ async fn call_in(url: &str, session: &str, name: &str, arguments: Value) -> Valu
     assert_eq!(status, 200, "{body}");
     let json = body
         .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: "))
         .unwrap_or(&body);
     serde_json::from_str::<Value>(json).unwrap()["result"].clone()
 }
