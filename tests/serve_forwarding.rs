@@ -7,10 +7,10 @@
 mod support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::peers_dir;
+use support::serve::python_client_of_serve;
 
 /// A project whose one approved entry is server-everything over stdio.
 fn project(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -45,35 +45,7 @@ fn run_client(tag: &str, mode: &str) -> Value {
 /// [`run_client`] with more `serve` flags.
 fn run_client_with(tag: &str, mode: &str, serve_flags: &[&str]) -> Value {
     let (config, home) = project(tag);
-    let mut child = Command::new(peers_dir().join("venv/bin/python"))
-        .arg(peers_dir().join("clients/python_sampling.py"))
-        .arg(mode)
-        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
-        // The SDK starts the server with a minimal environment: the home goes as a flag.
-        .args(["serve", "--stdio", "--config", config.to_str().unwrap()])
-        .args(["--home", home.to_str().unwrap()])
-        .args(serve_flags)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the Python client did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    python_client_of_serve("python_sampling.py", &[mode], &config, &home, serve_flags)
 }
 
 #[test]

@@ -5,10 +5,10 @@
 mod support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::peers_dir;
+use support::serve::python_client_of_serve;
 
 /// A project with server-everything and the Python peer, both approved.
 fn project() -> (std::path::PathBuf, std::path::PathBuf) {
@@ -43,33 +43,7 @@ fn project() -> (std::path::PathBuf, std::path::PathBuf) {
 #[test]
 fn the_gateway_serves_one_flat_view_of_resources_and_prompts() {
     let (config, home) = project();
-    let mut child = Command::new(peers_dir().join("venv/bin/python"))
-        .arg(peers_dir().join("clients/python_resources.py"))
-        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["serve", "--stdio", "--config", config.to_str().unwrap()])
-        .args(["--home", home.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the Python client did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out: Value =
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let out = python_client_of_serve("python_resources.py", &[], &config, &home, &[]);
 
     let caps = &out["capabilities"];
     assert_eq!(caps["resources"]["subscribe"], true, "{caps}");

@@ -135,3 +135,41 @@ impl Drop for HttpServe {
         }
     }
 }
+
+/// Runs `tests/peers/clients/<script> <script_args…> <mcpvisor> serve --stdio
+/// --config <config> --home <home> <serve_flags…>` (a Python SDK client in front
+/// of `serve --stdio`; the SDK starts its server with a minimal environment, so
+/// the home goes as a flag) and returns the one JSON object it printed.
+pub fn python_client_of_serve(
+    script: &str,
+    script_args: &[&str],
+    config: &Path,
+    home: &Path,
+    serve_flags: &[&str],
+) -> serde_json::Value {
+    let peers = super::peers_dir();
+    let mut child = Command::new(peers.join("venv/bin/python"))
+        .arg(peers.join("clients").join(script))
+        .args(script_args)
+        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["serve", "--stdio", "--config", config.to_str().unwrap()])
+        .args(["--home", home.to_str().unwrap()])
+        .args(serve_flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if wait_timeout(&mut child, Duration::from_secs(90)).is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the Python client {script} did not finish");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
