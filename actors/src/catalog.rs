@@ -39,6 +39,8 @@ pub struct Offers {
     pub logging: bool,
     /// `tasks.requests.tools.call`: tools may run as tasks.
     pub task_calls: bool,
+    /// `tasks.cancel`: a running task may be cancelled.
+    pub task_cancels: bool,
 }
 
 impl Offers {
@@ -59,6 +61,11 @@ impl Offers {
                 .other
                 .get("tasks")
                 .and_then(|t| t.pointer("/requests/tools/call"))
+                .is_some_and(Value::is_object),
+            task_cancels: caps
+                .other
+                .get("tasks")
+                .and_then(|t| t.get("cancel"))
                 .is_some_and(Value::is_object),
         }
     }

@@ -138,6 +138,7 @@ impl Host {
                 arguments.cloned(),
                 options.progress,
                 timeout,
+                route.task_cancels,
             );
             return PendingCall {
                 inner: Some(Waiting {

@@ -428,8 +428,8 @@ impl CallLane {
     /// The progress callback of the call whose progress token is `token`.
     pub(crate) fn progress(&self, token: &Value) -> Option<ProgressCallback> {
         let id = token.as_i64()?;
-        if let Some(slot) = self.calls.lock().get(id) {
-            return slot.progress.clone();
+        if let Some(progress) = self.calls.lock().get(id).and_then(|s| s.progress.clone()) {
+            return Some(progress);
         }
         self.watched.lock().get(&id).cloned()
     }

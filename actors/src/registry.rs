@@ -243,6 +243,7 @@ impl RegistryState {
                     request_timeout: report.link.request_timeout,
                     output,
                     task,
+                    task_cancels: report.link.offers.task_cancels,
                 });
                 (key, route)
             })

@@ -30,6 +30,8 @@ pub struct Route {
     pub(crate) output: Option<Arc<ToolOutput>>,
     /// Calls run as tasks (2025-11-25: the tool requires it and the server offers it).
     pub(crate) task: bool,
+    /// The server answers `tasks/cancel`.
+    pub(crate) task_cancels: bool,
 }
 
 /// A tool's compiled `outputSchema`, with the names its errors give.

@@ -6,11 +6,14 @@
 //! the call's callback, dropping or cancelling it sends `tasks/cancel`, and
 //! the call's timeout bounds the whole task.
 //!
-//! Each request of the flow has the server's request timeout (and its rule: a
+//! Creating and polling have the server's request timeout (and its rule: a
 //! server that does not answer one is restarted). The task as a whole may run
-//! as long as the call's timeout; past it the task is cancelled and the call
-//! fails with `Timeout`, but the connection stays — the server answered every
-//! request, it only worked longer than the host would wait.
+//! as long as the call's timeout (also its `ttl`); past it the task is
+//! cancelled and the call fails with `Timeout`, but the connection stays — the
+//! server answered every request, it only worked longer than the host would
+//! wait. `tasks/result` for a task that needs input is held by the server until
+//! the task ends, so it has the whole call's time, and `tasks/cancel` (sent
+//! without waiting) a long one, so that neither can end the connection first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,11 +37,28 @@ use crate::routes::Route;
 const POLL_FLOOR: Duration = Duration::from_millis(100);
 const POLL_CEILING: Duration = Duration::from_secs(5);
 
+/// Where a task call is, as cancelling it needs to know.
+enum Stage {
+    /// `tools/call` sent; no task id yet.
+    Creating,
+    /// The server runs task `0`.
+    Created(String),
+    /// Ended: answered, or cancelled (a task created after that is cancelled at once).
+    Over,
+}
+
+/// How long a `tasks/cancel` nobody waits for may stay unanswered.
+const CANCEL_WAIT: Duration = Duration::from_secs(600);
+
 /// One task call's shared state: what cancelling it needs.
 pub(crate) struct TaskFlow {
     lane: Arc<CallLane>,
     request_timeout: Duration,
-    task_id: Mutex<Option<String>>,
+    /// The call's timeout: the task's `ttl`, and the bound of `tasks/result`.
+    call_timeout: Duration,
+    /// Whether the server answers `tasks/cancel`.
+    cancels: bool,
+    stage: Mutex<Stage>,
     reply: Mutex<Option<oneshot::Sender<Result<CallToolResult, CallError>>>>,
     abort: Mutex<Option<AbortHandle>>,
     /// The token its progress comes with (the first request's id).
@@ -52,17 +72,50 @@ impl TaskFlow {
         let Some(reply) = self.reply.lock().take() else {
             return;
         };
-        if let Some(abort) = self.abort.lock().take() {
-            abort.abort();
-        }
         self.lane.unwatch(self.token);
-        if let Some(id) = self.task_id.lock().take() {
-            // Best effort: its answer is not awaited.
-            let _ = self
-                .lane
-                .request(TASKS_CANCEL, Some(task_params(&id)), self.request_timeout);
+        let stage = std::mem::replace(&mut *self.stage.lock(), Stage::Over);
+        match stage {
+            // The task's id is still to come: the flow cancels it once it has it.
+            Stage::Creating => {}
+            Stage::Created(id) => {
+                if let Some(abort) = self.abort.lock().take() {
+                    abort.abort();
+                }
+                self.cancel_task(&id);
+            }
+            Stage::Over => {}
         }
         let _ = reply.send(Err(CallError::Cancelled));
+    }
+
+    /// Sends `tasks/cancel` without waiting for its answer (if the server offers it).
+    fn cancel_task(&self, id: &str) {
+        if self.cancels {
+            let _ = self
+                .lane
+                .request(TASKS_CANCEL, Some(task_params(id)), CANCEL_WAIT);
+        }
+    }
+
+    /// The task was created: from now on cancelling cancels it. False if the
+    /// call was cancelled meanwhile (the task is then cancelled here).
+    fn created(&self, id: &str) -> bool {
+        let mut stage = self.stage.lock();
+        if matches!(*stage, Stage::Over) {
+            drop(stage);
+            self.cancel_task(id);
+            return false;
+        }
+        *stage = Stage::Created(id.to_string());
+        true
+    }
+
+    /// The task's result is in: nothing is left to cancel. Its id, if it was running.
+    fn over(&self) -> Option<String> {
+        match std::mem::replace(&mut *self.stage.lock(), Stage::Over) {
+            Stage::Created(id) => Some(id),
+            _ => None,
+        }
     }
 
     fn finish(&self, outcome: Result<CallToolResult, CallError>) {
@@ -73,13 +126,15 @@ impl TaskFlow {
     }
 }
 
-/// Starts a task call of `route`'s tool on `runtime`; the answer comes as a call's does.
+/// Starts a task call of `route`'s tool on `runtime`; the answer comes as a
+/// call's does. `cancels`: the server offers `tasks/cancel`.
 pub(crate) fn start(
     runtime: &tokio::runtime::Handle,
     route: &Route,
     arguments: Option<Value>,
     progress: Option<ProgressCallback>,
     timeout: Duration,
+    cancels: bool,
 ) -> (Arc<TaskFlow>, Answer) {
     let lane = route.lane.clone();
     let token = lane.next_id();
@@ -87,7 +142,9 @@ pub(crate) fn start(
     let flow = Arc::new(TaskFlow {
         lane: lane.clone(),
         request_timeout: route.request_timeout,
-        task_id: Mutex::new(None),
+        call_timeout: timeout,
+        cancels,
+        stage: Mutex::new(Stage::Creating),
         reply: Mutex::new(Some(reply)),
         abort: Mutex::new(None),
         token,
@@ -114,12 +171,8 @@ pub(crate) fn start(
             },
             Ok(Err(e)) => Err(e),
             Err(_) => {
-                if let Some(id) = running.task_id.lock().take() {
-                    let _ = running.lane.request(
-                        TASKS_CANCEL,
-                        Some(task_params(&id)),
-                        running.request_timeout,
-                    );
+                if let Some(id) = running.over() {
+                    running.cancel_task(&id);
                 }
                 Err(CallError::Timeout {
                     server: server.clone(),
@@ -147,7 +200,7 @@ async fn run(
     let params = call_as_task_params(
         tool,
         arguments.as_ref(),
-        u64::try_from(flow.request_timeout.as_millis()).unwrap_or(u64::MAX),
+        u64::try_from(flow.call_timeout.as_millis()).unwrap_or(u64::MAX),
         with_progress.then_some(flow.token),
     );
     let answer = lane.request_as(
@@ -159,7 +212,9 @@ async fn run(
     let created = lane.await_raw(flow.token, answer).await?;
     let mut state = TaskState::created(&created).map_err(invalid)?;
     let id = state.task_id.clone();
-    *flow.task_id.lock() = Some(id.clone());
+    if !flow.created(&id) {
+        return Err(CallError::Cancelled);
+    }
     while !state.status.is_terminal() && state.status != TaskStatus::InputRequired {
         let pause = Duration::from_millis(state.poll_interval_ms.unwrap_or(1000));
         tokio::time::sleep(pause.clamp(POLL_FLOOR, POLL_CEILING)).await;
@@ -168,10 +223,15 @@ async fn run(
             .await?;
         state = TaskState::parse(&got, "tasks/get").map_err(invalid)?;
     }
-    // The result ends the task: nothing is left to cancel.
+    // Held by the server until the task ends (it carries the server's questions
+    // meanwhile): it may take the whole call, which bounds it from outside.
     let result = lane
-        .ask(TASKS_RESULT, Some(task_params(&id)), flow.request_timeout)
+        .ask(
+            TASKS_RESULT,
+            Some(task_params(&id)),
+            flow.call_timeout + CANCEL_WAIT,
+        )
         .await;
-    flow.task_id.lock().take();
+    flow.over();
     CallToolResult::parse(result?).map_err(invalid)
 }

@@ -125,7 +125,7 @@ impl FromStr for Revision {
     fn from_str(s: &str) -> Result<Revision, VersionsError> {
         REVISIONS
             .iter()
-            .find(|(_, name, _)| *name == s.trim())
+            .find(|(_, name, _)| *name == s)
             .map(|(r, _, _)| *r)
             .ok_or_else(|| VersionsError::Unknown(s.chars().take(40).collect()))
     }

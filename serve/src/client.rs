@@ -145,7 +145,15 @@ impl Client {
                 Message::Error(e) if e.id.is_none() => return Err(ClientError::Rpc(e.error)),
                 Message::Notification(n) => on_notification(&n),
                 Message::Request(r) => {
-                    let reply = self.answer(r).await;
+                    // A person may be answering: the caller's cancel still ends the wait.
+                    let reply = tokio::select! {
+                        reply = self.answer(r) => reply,
+                        () = &mut cancel => {
+                            let params = json!({"requestId": id, "reason": "cancelled by the user"});
+                            self.notify(methods::CANCELLED, params).await?;
+                            return Err(ClientError::Cancelled);
+                        }
+                    };
                     self.write(&reply).await?;
                 }
                 _ => {}

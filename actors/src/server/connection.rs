@@ -229,6 +229,17 @@ impl Connection {
                         Err(e) => self.ignore_malformed("batch element", &e),
                     }
                 }
+                // The batch may have carried the answer that settled a revision without batches.
+                if let Some(revision) = self.session.revision()
+                    && !revision.rules().batches
+                {
+                    self.fail(
+                        myself,
+                        ConnectionError::Protocol(format!(
+                            "the server sent a JSON-RPC batch, which protocol {revision} does not allow"
+                        )),
+                    );
+                }
             }
             TransportEvent::Malformed(e) => self.ignore_malformed("message", &e),
             TransportEvent::UnreadableAnswer { id, error } => {

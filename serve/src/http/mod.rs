@@ -236,7 +236,10 @@ fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSessio
 /// header, when sent, names it; no batch where the revision has none.
 fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(), Refused> {
     let revision = session.session.revision();
-    if let Some(sent) = headers.get(VERSION_HEADER) {
+    if let Some(sent) = headers
+        .get(VERSION_HEADER)
+        .filter(|_| revision.rules().version_header)
+    {
         let sent = sent.to_str().unwrap_or("");
         if sent != revision.as_str() {
             return Err(Refused(
