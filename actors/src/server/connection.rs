@@ -4,10 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use futures::FutureExt;
-use mcpvisor_protocol::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
-use mcpvisor_protocol::listing::{ListingBounds, json_size};
-use mcpvisor_protocol::messages::{ResultError, ToolsPage, list_tools_params, methods};
+use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::listing::ListingBounds;
+use mcpvisor_protocol::messages::{ResultError, methods};
 use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
@@ -16,20 +15,23 @@ use ractor::MessagingErr;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+mod host_asks;
+mod listing;
+
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
 use super::ServerArgs;
 use super::malformed::MalformedCount;
-use crate::catalog::{Lists, Offers, ServerLink};
+use crate::catalog::{Lists, Offers};
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError, FailureCell};
 use crate::events::HostEvent;
-use crate::host_requests::{self, HostRequest};
+use crate::host_requests;
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
 use crate::options::ServerSpec;
-use crate::registry::{RegistryMsg, ToolsReport};
-use crate::status::{ServerId, ServerState};
+use crate::registry::RegistryMsg;
+use crate::status::ServerId;
 
 /// What the session's own requests are for (calls go through the lane).
 pub(crate) enum Pending {
@@ -313,115 +315,6 @@ impl Connection {
         }
     }
 
-    /// Hands a server's request to the host's handler on a task of its own,
-    /// bounded in number and time; its answer comes back as `HostAnswered`.
-    fn ask_host(
-        &mut self,
-        myself: &ActorRef<ServerMsg>,
-        id: RequestId,
-        method: String,
-        params: Value,
-    ) {
-        if method == methods::ROOTS_LIST {
-            // The roots are the host's, kept here: no handler is involved.
-            let roots = self
-                .ctx
-                .roots
-                .read()
-                .clone()
-                .unwrap_or_else(|| Arc::from([]));
-            let result = serde_json::json!({ "roots": &*roots });
-            self.answer_host_request(id, Ok(result));
-            return;
-        }
-        let options = &self.ctx.options;
-        let admitted = match &options.client_handler {
-            None => Err(host_requests::error(
-                error_codes::METHOD_NOT_FOUND,
-                format!("method not found: {method}"),
-            )),
-            Some(_) if self.host_requests >= options.max_host_requests => {
-                Err(host_requests::error(
-                    -32000,
-                    format!(
-                        "the host is answering {} requests of this server; try again later",
-                        self.host_requests
-                    ),
-                ))
-            }
-            Some(handler) => {
-                host_requests::admit(&method, &params).map(|form| (handler.clone(), form))
-            }
-        };
-        let (handler, form) = match admitted {
-            Ok(admitted) => admitted,
-            Err(error) => {
-                self.answer_host_request(id, Err(error));
-                return;
-            }
-        };
-        self.host_requests += 1;
-        let request = HostRequest {
-            server: self.name.clone(),
-            method,
-            params,
-        };
-        let timeout = options.host_request_timeout;
-        let me = myself.clone();
-        tokio::spawn(async move {
-            // A handler that panics or never returns still gets the server an answer.
-            let asked = std::panic::AssertUnwindSafe(handler.0.answer(request)).catch_unwind();
-            let answer = match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(Ok(answer))) => host_requests::finish(form.as_ref(), answer),
-                Ok(Ok(Err(error))) => Err(error),
-                Ok(Err(_)) => Err(host_requests::error(
-                    error_codes::INTERNAL_ERROR,
-                    "the host's handler failed",
-                )),
-                Err(_) => Err(host_requests::error(
-                    -32001,
-                    format!("the host did not answer within {timeout:?}"),
-                )),
-            };
-            let _ = me.cast(ServerMsg::HostAnswered { id, answer });
-        });
-    }
-
-    /// Sends the host's answer to a server's request.
-    pub(crate) fn answer_host_request(
-        &mut self,
-        id: RequestId,
-        answer: Result<Value, ErrorObject>,
-    ) {
-        let message = match answer {
-            Ok(result) => Message::Response(Response { id, result }),
-            Err(error) => Message::Error(ErrorResponse {
-                id: Some(id),
-                error,
-            }),
-        };
-        self.send(&message);
-    }
-
-    /// The host's roots changed: tell the server (once it is initialized).
-    pub(crate) fn roots_changed(&mut self) {
-        if self.session.is_ready() && !self.stopping {
-            let note = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(
-                methods::ROOTS_LIST_CHANGED,
-                None,
-            ));
-            self.send(&note);
-        }
-    }
-
-    /// A request handed to the host has its answer.
-    pub(crate) fn host_answered(&mut self, id: RequestId, answer: Result<Value, ErrorObject>) {
-        self.host_requests = self.host_requests.saturating_sub(1);
-        if !self.stopping {
-            self.answer_host_request(id, answer);
-        }
-    }
-
     fn on_message(&mut self, myself: &ActorRef<ServerMsg>, msg: Message) {
         if self.stopping {
             return;
@@ -534,212 +427,6 @@ impl Connection {
                 }
             }
         }
-    }
-
-    /// A new registry knows nothing of this connection: list the tools again and
-    /// report them. A connection whose first report may have been lost with the
-    /// old registry (the host still sees it starting) reports as a first one.
-    pub(crate) fn report_again(&mut self, myself: &ActorRef<ServerMsg>) {
-        if !self.ready {
-            return;
-        }
-        let starting = self
-            .ctx
-            .status
-            .snapshot()
-            .iter()
-            .any(|s| s.id == self.id && matches!(s.state, ServerState::Starting { .. }));
-        if self.listing.is_some() {
-            self.relist = true;
-        } else {
-            self.start_listing(myself, starting);
-        }
-    }
-
-    fn start_listing(&mut self, myself: &ActorRef<ServerMsg>, initial: bool) {
-        self.list_generation += 1;
-        let generation = self.list_generation;
-        let timer = (!initial).then(|| {
-            myself.send_after(self.request_timeout(), move || ServerMsg::ListTimedOut {
-                generation,
-            })
-        });
-        self.listing = Some(Listing {
-            generation,
-            initial,
-            tools: Vec::new(),
-            rejected: Vec::new(),
-            bounds: ListingBounds::new(self.ctx.options.listing),
-            timer,
-        });
-        self.request_page(None, generation);
-    }
-
-    fn request_page(&mut self, cursor: Option<&str>, generation: u64) {
-        let params = list_tools_params(cursor);
-        if let Ok((_, msg)) = self.session.request(
-            methods::TOOLS_LIST,
-            params,
-            Pending::ListTools { generation },
-        ) {
-            self.send(&msg);
-        }
-    }
-
-    fn on_tools_page(
-        &mut self,
-        myself: &ActorRef<ServerMsg>,
-        generation: u64,
-        outcome: Result<Value, ErrorObject>,
-    ) {
-        let Some(listing) = self.listing.as_mut().filter(|l| l.generation == generation) else {
-            return;
-        };
-        let page = match outcome {
-            Ok(v) => {
-                // What the listing keeps: the tools (a cursor is kept as a hash).
-                let bytes = v.get("tools").map_or(0, json_size);
-                ToolsPage::parse(v)
-                    .map(|page| (bytes, page))
-                    .map_err(|e| ConnectionError::Protocol(e.to_string()))
-            }
-            // A server that declared no tools (resources or prompts only) may
-            // refuse the listing: it has none, and is ready all the same.
-            Err(_) if !self.offers.tools => Ok((
-                0,
-                ToolsPage {
-                    tools: Vec::new(),
-                    rejected: Vec::new(),
-                    next_cursor: None,
-                },
-            )),
-            Err(error) => Err(ConnectionError::Protocol(format!(
-                "tools/list failed: {} (code {})",
-                error.message, error.code
-            ))),
-        };
-        let problem = match page {
-            Err(problem) => Some(problem),
-            Ok((bytes, page)) => {
-                let counted = listing.bounds.page(
-                    bytes,
-                    page.tools.len() + page.rejected.len(),
-                    page.next_cursor.as_deref(),
-                );
-                listing.tools.extend(page.tools);
-                listing.rejected.extend(page.rejected);
-                match (counted, page.next_cursor) {
-                    (Err(error), _) => {
-                        // What this listing gathered goes now, not with the connection.
-                        listing.tools = Vec::new();
-                        Some(ConnectionError::Listing {
-                            server: self.name.clone(),
-                            error,
-                        })
-                    }
-                    (Ok(()), Some(c)) => {
-                        self.request_page(Some(&c), generation);
-                        return;
-                    }
-                    (Ok(()), None) => None,
-                }
-            }
-        };
-        let Some(listing) = self.listing.take() else {
-            return;
-        };
-        if let Some(timer) = &listing.timer {
-            timer.abort();
-        }
-        if let Some(problem) = problem {
-            if listing.initial {
-                self.fail(myself, problem);
-            } else {
-                // The routes from the last good list stay; the server is still usable.
-                tracing::warn!(server = %self.name, "re-listing tools failed: {problem}");
-            }
-            return;
-        }
-        self.report(myself, listing);
-        if std::mem::take(&mut self.relist) {
-            self.start_listing(myself, false);
-        }
-    }
-
-    fn report(&mut self, myself: &ActorRef<ServerMsg>, listing: Listing) {
-        if listing.initial {
-            // Open before the routes exist, so the first call routed here is taken.
-            self.lane.open();
-        }
-        let link = Arc::new(ServerLink {
-            id: self.id,
-            name: self.name.clone(),
-            lane: self.lane.clone(),
-            request_timeout: self.request_timeout(),
-            offers: self.offers,
-            lists: self.lists.clone(),
-            limits: self.ctx.options.listing,
-            revision: self.session.revision(),
-        });
-        if listing.initial {
-            self.renew(&link);
-        }
-        let report = ToolsReport {
-            id: self.id,
-            name: self.name.clone(),
-            link,
-            tools: listing.tools,
-            rejected: listing.rejected,
-            initial: listing.initial,
-            pid: self.pid,
-        };
-        self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
-        if listing.initial {
-            self.ready = true;
-            if let Some(timer) = self.startup_timer.take() {
-                timer.abort();
-            }
-            if let Some(sup) = myself.try_get_supervisor() {
-                let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
-            }
-        }
-    }
-
-    /// Asks a new connection what the host asked of the server before: the
-    /// log level ahead of any call, the subscriptions one at a time on the
-    /// lane (with the calls' deadline), so however many there are, at most one
-    /// is waiting for its answer.
-    fn renew(&mut self, link: &Arc<ServerLink>) {
-        if self.offers.logging
-            && let Some(level) = self.ctx.standing.level(&self.name)
-            && let Ok((_, msg)) = self.session.request(
-                methods::SET_LOG_LEVEL,
-                Some(level.params()),
-                Pending::Renewal {
-                    what: "the log level",
-                },
-            )
-        {
-            self.send(&msg);
-        }
-        let uris = self.ctx.standing.subscriptions(&self.name);
-        if !self.offers.subscribe || uris.is_empty() {
-            return;
-        }
-        let link = link.clone();
-        tokio::spawn(async move {
-            for uri in uris {
-                let params = mcpvisor_protocol::resources::uri_params(&uri);
-                match link.ask(methods::RESOURCES_SUBSCRIBE, Some(params)).await {
-                    Ok(_) => {}
-                    Err(e @ (CallError::Rpc { .. } | CallError::InvalidResult { .. })) => {
-                        tracing::warn!(server = %link.name, "renewing a subscription failed: {e}");
-                    }
-                    // The connection is gone or going: the next one renews them all.
-                    Err(_) => return,
-                }
-            }
-        });
     }
 
     /// Ends the connection: every pending request fails, the actor stops, and the

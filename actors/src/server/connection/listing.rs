@@ -1,0 +1,188 @@
+//! The tools listing of a connection: pages under the host's bounds, the
+//! report to the registry, re-listing on change.
+
+use std::sync::Arc;
+
+use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::listing::{ListingBounds, json_size};
+use mcpvisor_protocol::messages::{ToolsPage, list_tools_params, methods};
+use ractor::ActorRef;
+use serde_json::Value;
+
+use super::{Connection, Listing, Pending};
+use crate::catalog::ServerLink;
+use crate::error::ConnectionError;
+use crate::messages::{ServerMsg, SupervisorMsg};
+use crate::registry::{RegistryMsg, ToolsReport};
+use crate::status::ServerState;
+
+impl Connection {
+    /// A new registry knows nothing of this connection: list the tools again and
+    /// report them. A connection whose first report may have been lost with the
+    /// old registry (the host still sees it starting) reports as a first one.
+    pub(crate) fn report_again(&mut self, myself: &ActorRef<ServerMsg>) {
+        if !self.ready {
+            return;
+        }
+        let starting = self
+            .ctx
+            .status
+            .snapshot()
+            .iter()
+            .any(|s| s.id == self.id && matches!(s.state, ServerState::Starting { .. }));
+        if self.listing.is_some() {
+            self.relist = true;
+        } else {
+            self.start_listing(myself, starting);
+        }
+    }
+
+    pub(super) fn start_listing(&mut self, myself: &ActorRef<ServerMsg>, initial: bool) {
+        self.list_generation += 1;
+        let generation = self.list_generation;
+        let timer = (!initial).then(|| {
+            myself.send_after(self.request_timeout(), move || ServerMsg::ListTimedOut {
+                generation,
+            })
+        });
+        self.listing = Some(Listing {
+            generation,
+            initial,
+            tools: Vec::new(),
+            rejected: Vec::new(),
+            bounds: ListingBounds::new(self.ctx.options.listing),
+            timer,
+        });
+        self.request_page(None, generation);
+    }
+
+    pub(super) fn request_page(&mut self, cursor: Option<&str>, generation: u64) {
+        let params = list_tools_params(cursor);
+        if let Ok((_, msg)) = self.session.request(
+            methods::TOOLS_LIST,
+            params,
+            Pending::ListTools { generation },
+        ) {
+            self.send(&msg);
+        }
+    }
+
+    pub(super) fn on_tools_page(
+        &mut self,
+        myself: &ActorRef<ServerMsg>,
+        generation: u64,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        let Some(listing) = self.listing.as_mut().filter(|l| l.generation == generation) else {
+            return;
+        };
+        let page = match outcome {
+            Ok(v) => {
+                // What the listing keeps: the tools (a cursor is kept as a hash).
+                let bytes = v.get("tools").map_or(0, json_size);
+                ToolsPage::parse(v)
+                    .map(|page| (bytes, page))
+                    .map_err(|e| ConnectionError::Protocol(e.to_string()))
+            }
+            // A server that declared no tools (resources or prompts only) may
+            // refuse the listing: it has none, and is ready all the same.
+            Err(_) if !self.offers.tools => Ok((
+                0,
+                ToolsPage {
+                    tools: Vec::new(),
+                    rejected: Vec::new(),
+                    next_cursor: None,
+                },
+            )),
+            Err(error) => Err(ConnectionError::Protocol(format!(
+                "tools/list failed: {} (code {})",
+                error.message, error.code
+            ))),
+        };
+        let problem = match page {
+            Err(problem) => Some(problem),
+            Ok((bytes, page)) => {
+                let counted = listing.bounds.page(
+                    bytes,
+                    page.tools.len() + page.rejected.len(),
+                    page.next_cursor.as_deref(),
+                );
+                listing.tools.extend(page.tools);
+                listing.rejected.extend(page.rejected);
+                match (counted, page.next_cursor) {
+                    (Err(error), _) => {
+                        // What this listing gathered goes now, not with the connection.
+                        listing.tools = Vec::new();
+                        Some(ConnectionError::Listing {
+                            server: self.name.clone(),
+                            error,
+                        })
+                    }
+                    (Ok(()), Some(c)) => {
+                        self.request_page(Some(&c), generation);
+                        return;
+                    }
+                    (Ok(()), None) => None,
+                }
+            }
+        };
+        let Some(listing) = self.listing.take() else {
+            return;
+        };
+        if let Some(timer) = &listing.timer {
+            timer.abort();
+        }
+        if let Some(problem) = problem {
+            if listing.initial {
+                self.fail(myself, problem);
+            } else {
+                // The routes from the last good list stay; the server is still usable.
+                tracing::warn!(server = %self.name, "re-listing tools failed: {problem}");
+            }
+            return;
+        }
+        self.report(myself, listing);
+        if std::mem::take(&mut self.relist) {
+            self.start_listing(myself, false);
+        }
+    }
+
+    pub(super) fn report(&mut self, myself: &ActorRef<ServerMsg>, listing: Listing) {
+        if listing.initial {
+            // Open before the routes exist, so the first call routed here is taken.
+            self.lane.open();
+        }
+        let link = Arc::new(ServerLink {
+            id: self.id,
+            name: self.name.clone(),
+            lane: self.lane.clone(),
+            request_timeout: self.request_timeout(),
+            offers: self.offers,
+            lists: self.lists.clone(),
+            limits: self.ctx.options.listing,
+            revision: self.session.revision(),
+        });
+        if listing.initial {
+            self.renew(&link);
+        }
+        let report = ToolsReport {
+            id: self.id,
+            name: self.name.clone(),
+            link,
+            tools: listing.tools,
+            rejected: listing.rejected,
+            initial: listing.initial,
+            pid: self.pid,
+        };
+        self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
+        if listing.initial {
+            self.ready = true;
+            if let Some(timer) = self.startup_timer.take() {
+                timer.abort();
+            }
+            if let Some(sup) = myself.try_get_supervisor() {
+                let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
+            }
+        }
+    }
+}
