@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use mcpvisor::auth::{Grant, HeadlessDriver, OAuth, OAuthConfig};
+use mcpvisor::auth::{Grant, HeadlessDriver, IdentityProvider, OAuth, OAuthConfig};
 use mcpvisor::protocol::messages::ClientCapabilities;
 use mcpvisor::protocol::revision::Versions;
 use mcpvisor::transports::HttpSpec;
@@ -60,6 +60,16 @@ fn oauth_for(url: &str, scenario: &str) -> Result<Option<Arc<OAuth>>, String> {
         .unwrap_or(Value::Null);
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
     let grant = match (text("private_key_pem"), scenario) {
+        (None, "auth/cross-app-access-complete-flow") => {
+            let id_token = SecretString::new(text("idp_id_token").unwrap_or_default());
+            Grant::IdentityAssertion(IdentityProvider {
+                issuer: text("idp_issuer"),
+                token_endpoint: text("idp_token_endpoint"),
+                client_id: text("idp_client_id"),
+                client_secret: None,
+                id_token: Arc::new(move || Ok(id_token.clone())),
+            })
+        }
         (Some(pem), _) => Grant::PrivateKeyJwt {
             pem: SecretString::new(pem),
             algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),

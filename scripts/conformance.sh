@@ -20,7 +20,7 @@ auth_scenarios="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth
   auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
   auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
-  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt"
+  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt auth/cross-app-access-complete-flow"
 
 # The conformance client opts in to every revision (2025-11-25 first); mcpvisor's
 # own default stays 2025-03-26.

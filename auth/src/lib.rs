@@ -10,6 +10,9 @@
 //!   loopback listener, or headless); client registration: pre-registered, a
 //!   client ID metadata document, or RFC 7591;
 //! - client credentials (`client_secret_basic`, `private_key_jwt`);
+//! - enterprise-managed authorization: the host's ID token exchanged at its
+//!   identity provider for an ID-JAG (RFC 8693), and that for an access token
+//!   with the JWT bearer grant (RFC 7523);
 //! - storage (private): token files under `<home>/oauth/`, 0700/0600, replaced
 //!   atomically, with a per-server lock across read–refresh–write, one key per
 //!   server (its name and configured URL), opened without following symbolic
@@ -32,6 +35,7 @@ mod display;
 mod driver;
 mod error;
 mod http;
+mod identity_assertion;
 mod login;
 mod oauth;
 pub mod private_file;
@@ -42,4 +46,5 @@ pub use challenge::Challenge;
 pub use display::display_url;
 pub use driver::{AuthorizationDriver, BrowserDriver, DriverFuture, HeadlessDriver};
 pub use error::AuthError;
+pub use identity_assertion::{IdTokenSource, IdentityProvider};
 pub use oauth::{AuthState, Grant, MAX_STEP_UPS, OAuth, OAuthConfig};

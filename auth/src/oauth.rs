@@ -14,6 +14,7 @@ use crate::client_credentials::{self, Proof};
 use crate::discovery::{Discovered, discover};
 use crate::driver::AuthorizationDriver;
 use crate::error::AuthError;
+use crate::identity_assertion::{self, IdentityProvider};
 use crate::login::{self, ClientIdentity, RefreshFailure};
 use crate::storage::{StoreLock, TokenStore};
 use crate::tokens::StoredTokens;
@@ -36,6 +37,24 @@ pub enum Grant {
         /// `ES256` or `RS256`.
         algorithm: String,
     },
+    /// Enterprise-managed authorization: the host's ID token exchanged at its
+    /// identity provider for an ID-JAG, and that for an access token with the
+    /// JWT bearer grant (client id and, usually, secret as configured).
+    IdentityAssertion(IdentityProvider),
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
+            Grant::ClientSecret => f.write_str("ClientSecret"),
+            Grant::PrivateKeyJwt { algorithm, .. } => f
+                .debug_struct("PrivateKeyJwt")
+                .field("algorithm", algorithm)
+                .finish_non_exhaustive(),
+            Grant::IdentityAssertion(idp) => f.debug_tuple("IdentityAssertion").field(idp).finish(),
+        }
+    }
 }
 
 /// One server's OAuth settings.
@@ -70,6 +89,7 @@ impl fmt::Debug for OAuthConfig {
             .field("client_secret", &self.client_secret)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scope", &self.scope)
+            .field("grant", &self.grant)
             .field("unattended", &self.unattended.is_some())
             .finish()
     }
@@ -255,7 +275,7 @@ impl OAuth {
         challenge: &Challenge,
     ) -> Result<StoredTokens, AuthError> {
         if !matches!(self.config.grant, Grant::AuthorizationCode) {
-            return self.client_credentials(http, challenge).await;
+            return self.without_person(http, challenge).await;
         }
         let Some(driver) = self.config.unattended.clone() else {
             return Err(AuthError::LoginRequired {
@@ -267,12 +287,48 @@ impl OAuth {
         Ok(tokens)
     }
 
-    async fn client_credentials(
+    /// The grants that need no person: client credentials, identity assertion.
+    async fn without_person(
         &self,
         http: &reqwest::Client,
         challenge: &Challenge,
     ) -> Result<StoredTokens, AuthError> {
         let found = self.discover(http, challenge).await?;
+        let scope = login::choose_scope(
+            &found,
+            challenge.scope.as_deref(),
+            self.config.scope.as_deref(),
+            None,
+        );
+        let tokens = match &self.config.grant {
+            Grant::IdentityAssertion(idp) => {
+                let client_id = self.config.client_id.as_deref().ok_or_else(|| {
+                    AuthError::Config(
+                        "the identity assertion grant needs the client id registered at the authorization server".into(),
+                    )
+                })?;
+                let secret = self.config.client_secret.as_ref().map(|s| s.expose());
+                let client = identity_assertion::Client {
+                    id: client_id,
+                    secret,
+                };
+                identity_assertion::acquire(http, &found, idp, client, scope.as_deref()).await?
+            }
+            _ => {
+                self.client_credentials(http, &found, scope.as_deref())
+                    .await?
+            }
+        };
+        self.save(&tokens)?;
+        Ok(tokens)
+    }
+
+    async fn client_credentials(
+        &self,
+        http: &reqwest::Client,
+        found: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<StoredTokens, AuthError> {
         let client_id = self
             .config
             .client_id
@@ -293,16 +349,7 @@ impl OAuth {
                     })?,
             ),
         };
-        let scope = login::choose_scope(
-            &found,
-            challenge.scope.as_deref(),
-            self.config.scope.as_deref(),
-            None,
-        );
-        let tokens =
-            client_credentials::acquire(http, &found, &client_id, &proof, scope.as_deref()).await?;
-        self.save(&tokens)?;
-        Ok(tokens)
+        client_credentials::acquire(http, found, &client_id, &proof, scope).await
     }
 
     async fn discover(
@@ -381,7 +428,7 @@ impl OAuth {
             _ => {
                 drop(_lock);
                 return self
-                    .client_credentials(http, &Challenge::default())
+                    .without_person(http, &Challenge::default())
                     .await
                     .map(|_| ());
             }

@@ -16,6 +16,7 @@ use mcpvisor_transports::{
 
 use super::error::EntryProblem;
 use super::expand::{expand, is_variable_name};
+use super::identity_provider::IdentityProviderEntry;
 use super::key_file::read_key_file;
 use super::raw::RawEntry;
 
@@ -136,6 +137,7 @@ impl ServerEntry {
                 grant: o.grant,
                 private_key_file: o.private_key_file,
                 signing_algorithm: o.signing_algorithm,
+                identity_provider: o.identity_provider.map(Into::into),
             }),
             timeout: raw.timeout.map(Duration::from_millis),
             startup_timeout: raw.startup_timeout.map(Duration::from_millis),
@@ -383,6 +385,9 @@ pub struct OAuthEntry {
     pub private_key_file: Option<String>,
     /// `ES256` or `RS256`.
     pub signing_algorithm: Option<String>,
+    /// Enterprise-managed authorization through this identity provider
+    /// (`grant` `identity_assertion`, which its presence implies).
+    pub identity_provider: Option<IdentityProviderEntry>,
 }
 
 impl fmt::Debug for OAuthEntry {
@@ -395,6 +400,7 @@ impl fmt::Debug for OAuthEntry {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("grant", &self.grant)
             .field("private_key_file", &self.private_key_file)
+            .field("identity_provider", &self.identity_provider)
             .finish()
     }
 }
@@ -457,10 +463,28 @@ impl ServerEntry {
             })?),
             None => None,
         };
-        let grant = match (o.grant.as_deref(), &o.private_key_file) {
-            (None | Some("authorization_code"), None) => Grant::AuthorizationCode,
-            (Some("client_credentials"), None) => Grant::ClientSecret,
-            (None | Some("client_credentials"), Some(file)) => {
+        let grant = match (
+            o.grant.as_deref(),
+            &o.private_key_file,
+            &o.identity_provider,
+        ) {
+            (None | Some("identity_assertion"), None, Some(idp)) => Grant::IdentityAssertion(
+                idp.resolve(&self.name, lookup, base_dir)
+                    .map_err(|p| vec![p])?,
+            ),
+            (Some("identity_assertion"), _, None) => {
+                return Err(vec![problem(
+                    "`grant` `identity_assertion` needs an `identityProvider`".into(),
+                )]);
+            }
+            (_, _, Some(_)) => {
+                return Err(vec![problem(
+                    "an `identityProvider` goes with the `identity_assertion` grant alone".into(),
+                )]);
+            }
+            (None | Some("authorization_code"), None, None) => Grant::AuthorizationCode,
+            (Some("client_credentials"), None, None) => Grant::ClientSecret,
+            (None | Some("client_credentials"), Some(file), None) => {
                 let pem = read_key_file(&base_dir.join(file)).map_err(|e| {
                     vec![problem(format!("cannot read `oauth.privateKeyFile`: {e}"))]
                 })?;
@@ -472,7 +496,7 @@ impl ServerEntry {
                         .unwrap_or_else(|| "ES256".into()),
                 }
             }
-            (Some(other), _) => {
+            (Some(other), _, None) => {
                 return Err(vec![problem(format!(
                     "`oauth.grant` `{other}` is not supported"
                 ))]);

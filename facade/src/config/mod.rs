@@ -12,6 +12,7 @@
 mod entry;
 mod error;
 pub mod expand;
+mod identity_provider;
 pub mod key_file;
 mod raw;
 
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use entry::{OAuthEntry, ServerEntry, TransportKind};
 pub use error::{ConfigError, EntryProblem};
+pub use identity_provider::IdentityProviderEntry;
 
 /// The file name hosts look for in a project directory.
 pub const FILE_NAME: &str = ".mcp.json";

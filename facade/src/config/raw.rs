@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::error::ConfigError;
+use super::identity_provider::RawIdentityProvider;
 
 #[derive(Deserialize)]
 pub(super) struct RawFile {
@@ -56,6 +57,8 @@ pub(super) struct RawOAuth {
     /// A PEM private key file for `private_key_jwt`.
     pub(super) private_key_file: Option<String>,
     pub(super) signing_algorithm: Option<String>,
+    /// Enterprise-managed authorization through this identity provider.
+    pub(super) identity_provider: Option<RawIdentityProvider>,
 }
 
 const KNOWN_FIELDS: &[&str] = &[
