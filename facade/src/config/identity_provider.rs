@@ -7,7 +7,7 @@
 //! replaces it as it expires, and a long-running supervisor must see the new one.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use mcpvisor_auth::{IdTokenSource, IdentityProvider};
@@ -122,7 +122,7 @@ impl IdentityProviderEntry {
 
 /// The ID token in `path`, under the key files' rules (a regular file, not a
 /// link, bounded), without surrounding whitespace.
-fn read_id_token(path: &PathBuf) -> Result<SecretString, String> {
+fn read_id_token(path: &Path) -> Result<SecretString, String> {
     let text = read_key_file(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     let token = text.trim();
     if token.is_empty() {
