@@ -197,6 +197,17 @@ pub(super) async fn token(
             state.counts.client_credentials_grants += 1;
             (param("resource"), form.get("scope").cloned())
         }
+        // RFC 7523 with an ID-JAG: issued for this issuer and the resource asked.
+        "urn:ietf:params:oauth:grant-type:jwt-bearer" => {
+            let valid = state.jags.get(&param("assertion")).is_some_and(|jag| {
+                jag.audience == shared.base && jag.resource == param("resource")
+            });
+            if !valid {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            }
+            state.counts.jwt_bearer_grants += 1;
+            (param("resource"), form.get("scope").cloned())
+        }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
     };
     let ttl = *lock(&shared.access_ttl);
@@ -218,7 +229,10 @@ pub(super) async fn token(
         "token_type": "Bearer",
         "expires_in": ttl,
     });
-    if grant_type != "client_credentials" {
+    if !matches!(
+        grant_type.as_str(),
+        "client_credentials" | "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    ) {
         let refresh = random_value("rt");
         state.issued_refresh.push(refresh.clone());
         state.refresh.insert(

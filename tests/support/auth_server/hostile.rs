@@ -66,6 +66,8 @@ pub(super) struct Hostility {
     pub(super) resource_metadata: Map<String, Value>,
     /// Parameters added to every authorization response.
     pub(super) callback_params: Vec<(String, String)>,
+    /// The issuer the identity provider's OpenID configuration names instead of its own.
+    pub(super) idp_issuer: Option<String>,
 }
 
 /// Applies `changes` to a metadata document: `null` removes a field.

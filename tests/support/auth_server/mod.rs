@@ -23,6 +23,7 @@
 mod authorization;
 pub mod client;
 pub mod hostile;
+pub mod idp;
 pub mod pkce;
 mod resource;
 
@@ -71,6 +72,8 @@ pub struct Counts {
     pub token_requests: u64,
     /// `client_credentials` grants that issued tokens.
     pub client_credentials_grants: u64,
+    /// JWT bearer grants (an ID-JAG redeemed) that issued tokens.
+    pub jwt_bearer_grants: u64,
 }
 
 /// One request to a protected MCP endpoint.
@@ -256,6 +259,35 @@ impl AuthServer {
         lock(&self.shared.state).token_forms.clone()
     }
 
+    /// A new ID token for `subject`, which the identity provider exchanges.
+    pub fn issue_id_token(&self, subject: &str) -> String {
+        let token = random_value("idt");
+        lock(&self.shared.state)
+            .id_tokens
+            .insert(token.clone(), subject.to_string());
+        token
+    }
+
+    /// The identity provider's issuer.
+    pub fn idp_issuer(&self) -> String {
+        format!("{}{}", self.base, idp::IDP_PATH)
+    }
+
+    /// The identity provider's token exchange requests, oldest first.
+    pub fn exchanges(&self) -> Vec<idp::Exchange> {
+        lock(&self.shared.state).exchanges.clone()
+    }
+
+    /// The ID-JAGs the identity provider issued.
+    pub fn jags(&self) -> HashMap<String, idp::Jag> {
+        lock(&self.shared.state).jags.clone()
+    }
+
+    /// The identity provider's OpenID configuration names `issuer` from now on.
+    pub fn set_idp_issuer(&self, issuer: &str) {
+        lock(&self.shared.hostility).idp_issuer = Some(issuer.to_string());
+    }
+
     /// Every request to the protected MCP endpoints, in order of arrival.
     pub fn resource_requests(&self) -> Vec<ResourceRequest> {
         lock(&self.shared.state).resource_requests.clone()
@@ -276,7 +308,12 @@ fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/register", post(authorization::register))
         .route("/authorize", get(authorization::authorize))
-        .route("/token", post(authorization::token));
+        .route("/token", post(authorization::token))
+        .route(
+            &format!("{}/.well-known/openid-configuration", idp::IDP_PATH),
+            get(idp::configuration),
+        )
+        .route(&format!("{}/token", idp::IDP_PATH), post(idp::token));
     for path in RESOURCE_PATHS {
         app = app
             .route(
@@ -323,6 +360,10 @@ struct State {
     authorize_queries: Vec<HashMap<String, String>>,
     token_forms: Vec<HashMap<String, String>>,
     resource_requests: Vec<ResourceRequest>,
+    /// ID tokens the identity provider issued, with their subject.
+    id_tokens: HashMap<String, String>,
+    exchanges: Vec<idp::Exchange>,
+    jags: HashMap<String, idp::Jag>,
 }
 
 struct Client {
