@@ -208,17 +208,40 @@ async fn structured_content_outside_the_output_schema_is_a_typed_error_from_2025
 
 /// server-everything's research tool requires a task at 2025-11-25: the call
 /// runs as one (created, polled, its result read) and is one `PendingCall`,
-/// which cancelling ends; at 2025-03-26 the server refuses the plain call
-/// (with a tool error).
+/// which cancelling ends with `tasks/cancel` for that task (what the server
+/// reads is copied to a file on its way in); at 2025-03-26 the server refuses
+/// the plain call (with a tool error).
 #[tokio::test]
 async fn a_tool_that_requires_a_task_runs_as_one_and_cancels_as_one() {
     const TOOL: &str = "mcp__everything__simulate-research-query";
-    let running = Peer::Everything.run(Wire::Stdio);
+    let wire = std::env::temp_dir().join(format!("mcpvisor-task-wire-{}", std::process::id()));
+    let answers = wire.with_extension("out");
+    let _ = std::fs::remove_file(&wire);
+    let _ = std::fs::remove_file(&answers);
+    let index = support::peers::everything_index();
+    let tapped = StdioSpec::new(
+        "bash",
+        [
+            "-c".to_string(),
+            r#"tee -a "$0" | node "$1" stdio | tee -a "$2""#.to_string(),
+            wire.to_string_lossy().into_owned(),
+            index.to_string_lossy().into_owned(),
+            answers.to_string_lossy().into_owned(),
+        ],
+    );
     let host = start(
-        running.spec.clone(),
+        ServerSpec::stdio("everything", tapped),
         Some(Versions::only(Revision::V2025_11_25)),
     )
     .await;
+    let read = |path: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let read_wire = || read(&wire);
     let done = call(&host, TOOL, json!({"topic": "supervision trees"}))
         .await
         .unwrap();
@@ -239,11 +262,44 @@ async fn a_tool_that_requires_a_task_runs_as_one_and_cancels_as_one() {
         matches!(outcome, Err(mcpvisor::CallError::Cancelled)),
         "{outcome:?}"
     );
+    // The server was told: `tasks/cancel` for the task the second call created.
+    let calls: Vec<serde_json::Value> = read_wire()
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    let topics: Vec<&str> = calls
+        .iter()
+        .map(|m| m["params"]["arguments"]["topic"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(topics, ["supervision trees", "cancelled"]);
+    let created = read(&answers)
+        .into_iter()
+        .find(|m| m["id"] == calls[1]["id"] && m.get("result").is_some())
+        .expect("the server's answer to the second call");
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a created task")
+        .to_string();
+    let mut cancels = Vec::new();
+    for _ in 0..100 {
+        cancels = read_wire()
+            .into_iter()
+            .filter(|m| m["method"] == "tasks/cancel")
+            .collect();
+        if !cancels.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(cancels.len(), 1, "one tasks/cancel: {cancels:?}");
+    assert_eq!(cancels[0]["params"]["taskId"], task.as_str());
     // The connection is fine: another task call completes.
     let again = call(&host, TOOL, json!({"topic": "again"})).await.unwrap();
     assert!(again.text().contains("again"), "{}", again.text());
     assert_eq!(host.servers()[0].restarts, 0);
     host.shutdown().await;
+    let _ = std::fs::remove_file(&wire);
+    let _ = std::fs::remove_file(&answers);
 
     // The same tool at 2025-03-26: no tasks, and the server says so.
     let running = Peer::Everything.run(Wire::Stdio);

@@ -119,7 +119,8 @@ fn arg(path: PathBuf) -> String {
 }
 
 /// server-everything's entry point, which must be installed.
-fn everything_index() -> PathBuf {
+/// server-everything's entry point, for a test that starts it its own way.
+pub fn everything_index() -> PathBuf {
     let index =
         peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
