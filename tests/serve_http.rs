@@ -501,7 +501,33 @@ async fn sessions_negotiate_a_revision_and_are_held_to_it() {
     let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], batch).await;
     assert_eq!(status, 400, "{body}");
     assert!(message(&body).contains("batches"), "{body}");
+    // The GET stream and DELETE are held to the session's revision too.
+    let client = reqwest::Client::new();
+    let get = client
+        .get(&serve.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-03-26")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 400);
+    let delete = |version: &'static str| {
+        client
+            .delete(&serve.url)
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", version)
+            .send()
+    };
+    assert_eq!(delete("2025-03-26").await.unwrap().status().as_u16(), 400);
+    let (status, _, body) = post(&serve.url, &pairs_of(&with("2025-06-18")), ping).await;
+    assert_eq!(status, 200, "the refused DELETE left the session: {body}");
+    assert_eq!(delete("2025-06-18").await.unwrap().status().as_u16(), 204);
     serve.stop();
+}
+
+fn pairs_of<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// The result of one `tools/call` in `session` (JSON or one SSE event).

@@ -407,6 +407,9 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
         Ok(s) => s,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Err(refusal) = speaks(&session, &headers, false) {
+        return refusal.into_response();
+    }
     if !accepts_sse(&headers) {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -452,6 +455,12 @@ async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) ->
             "Mcp-Session-Id header is required",
         );
     };
+    // A DELETE naming another revision than the session's is refused like any request.
+    if let Some(session) = endpoint.sessions.get(id) {
+        if let Err(refusal) = speaks(&session, &headers, false) {
+            return refusal.into_response();
+        }
+    }
     if endpoint.sessions.remove(id) {
         StatusCode::NO_CONTENT.into_response()
     } else {
