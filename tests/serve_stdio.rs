@@ -258,3 +258,35 @@ fn requests_before_initialize_are_refused() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_batch_is_answered_at_2025_03_26_and_refused_from_2025_06_18() {
+    let batch = |first: i64| {
+        json!([
+            {"jsonrpc": "2.0", "id": first, "method": "ping"},
+            {"jsonrpc": "2.0", "id": first + 1, "method": "ping"},
+        ])
+    };
+    let mut old = StdioSession::start("batch-old", &[]);
+    old.send(batch(1));
+    assert_eq!(old.answer(1)["result"], json!({}));
+    assert_eq!(old.answer(2)["result"], json!({}));
+
+    // Whatever the client asks, this serve speaks 2025-06-18 alone.
+    let mut new = StdioSession::start("batch-new", &["--protocol-versions", "2025-06-18"]);
+    new.send(batch(1));
+    let (refusal, skipped) = new.until(|v| v.get("error").is_some());
+    assert!(refusal["id"].is_null(), "{refusal}");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no JSON-RPC batches"),
+        "{refusal}"
+    );
+    assert!(skipped.is_empty(), "nothing of the batch ran: {skipped:?}");
+    new.send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    let (pong, skipped) = new.until(|v| v["id"] == 3);
+    assert_eq!(pong["result"], json!({}), "the session goes on: {pong}");
+    assert!(skipped.is_empty(), "nothing of the batch ran: {skipped:?}");
+}

@@ -74,6 +74,16 @@ async fn receive(session: &Arc<Session>, frame: &[u8], tx: &Outbound) {
     // client that does not read its answers stops being read.
     let items = match Message::parse(frame) {
         Ok(Incoming::Single(message)) => vec![Ok(message)],
+        Ok(Incoming::Batch(_)) if !session.revision().rules().batches => {
+            let revision = session.revision();
+            let refusal = error_message(
+                None,
+                error_codes::INVALID_REQUEST,
+                format!("protocol {revision} has no JSON-RPC batches; send one message per line"),
+            );
+            let _ = tx.send(refusal).await;
+            return;
+        }
         // Each member is answered on its own line (a batch is rare on stdio).
         Ok(Incoming::Batch(items)) => items,
         Err(e) => vec![Err(e)],
