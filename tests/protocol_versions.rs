@@ -104,6 +104,41 @@ async fn the_version_header_goes_on_every_request_after_initialize_from_2025_06_
     }
 }
 
+/// A server that settles on the last revision offered: when its session
+/// expires, the new one is asked for that revision, not the first offered.
+#[tokio::test]
+async fn a_renewed_http_session_asks_for_the_revision_the_connection_settled_on() {
+    let server = HttpMcpServer::start(Script {
+        only_2025_03_26: true,
+        ..Script::default()
+    })
+    .await;
+    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let versions = Versions::parse(&["2025-11-25", "2025-03-26"]).unwrap();
+    let host = start(spec, Some(versions)).await;
+    call(&host, "mcp__fx__echo", json!({"text": "before"}))
+        .await
+        .unwrap();
+    server.expire_sessions();
+    let r = call(&host, "mcp__fx__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "after");
+    host.shutdown().await;
+    let offered: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method.as_deref() == Some("initialize"))
+        .map(|r| {
+            r.body.as_ref().unwrap()["params"]["protocolVersion"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(offered, ["2025-11-25", "2025-03-26"]);
+}
+
 #[tokio::test]
 async fn a_batch_at_a_revision_without_batches_ends_the_connection_typed() {
     let script = Script {

@@ -49,6 +49,7 @@ pub(super) async fn respond(script: &Script, request: &Value) -> Value {
         "initialize" => Ok(json!({
             // Like real servers: the client's revision when it is one it knows.
             "protocolVersion": match params["protocolVersion"].as_str() {
+                _ if script.only_2025_03_26 => PROTOCOL_VERSION,
                 Some(v @ ("2025-06-18" | "2025-11-25")) => v,
                 _ => PROTOCOL_VERSION,
             },

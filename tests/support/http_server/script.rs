@@ -79,6 +79,8 @@ pub struct Script {
     /// Keep no record of requests (for long runs, where the record would grow
     /// without end): [`HttpMcpServer::requests`](super::HttpMcpServer::requests) stays empty.
     pub unrecorded: bool,
+    /// Answer every `initialize` with 2025-03-26, whatever the client offers.
+    pub only_2025_03_26: bool,
 }
 
 impl Script {

@@ -173,8 +173,19 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
         .session
         .init_line()
         .ok_or_else(|| TransportError::SessionExpired("no initialize to replay".into()))?;
-    let init_id = match Message::parse(&init) {
-        Ok(Incoming::Single(Message::Request(r))) => r.id,
+    let (init, init_id) = match Message::parse(&init) {
+        // The new session is asked for the revision the connection settled on,
+        // not the first one offered when it began.
+        Ok(Incoming::Single(Message::Request(mut r))) => {
+            if let (Some(revision), Some(params)) = (
+                shared.protocol.get(),
+                r.params.as_mut().and_then(|p| p.as_object_mut()),
+            ) {
+                params.insert("protocolVersion".into(), revision.as_str().into());
+            }
+            let id = r.id.clone();
+            (Bytes::from(Message::Request(r).to_vec()), id)
+        }
         _ => {
             return Err(TransportError::SessionExpired(
                 "stored initialize is unreadable".into(),
