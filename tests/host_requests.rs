@@ -30,7 +30,7 @@ impl ClientHandler for Scripted {
         ClientCapabilities {
             sampling: true,
             elicitation: true,
-            roots: false,
+            ..Default::default()
         }
     }
 

@@ -138,6 +138,26 @@ impl CallError {
             CallError::Timeout { .. } | CallError::ConnectionTimedOut { .. }
         )
     }
+
+    /// For a server's `-32042` answer (2025-11-25): the URL elicitations it
+    /// needs the person to complete before the request can succeed, each
+    /// checked like an `elicitation/create` in URL mode (https, no user
+    /// information, bounded). `None` for every other error.
+    pub fn url_elicitations(
+        &self,
+    ) -> Option<
+        Result<
+            Vec<mcpvisor_protocol::url_elicitation::UrlElicitation>,
+            mcpvisor_protocol::url_elicitation::UrlElicitationError,
+        >,
+    > {
+        match self {
+            CallError::Rpc { error, .. } => {
+                mcpvisor_protocol::url_elicitation::UrlElicitation::required(error)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Why a server connection ended (reported in events and server status).

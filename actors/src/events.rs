@@ -118,6 +118,14 @@ pub enum HostEvent {
         /// The resource's URI.
         uri: Arc<str>,
     },
+    /// A URL elicitation the host was asked about completed out of band
+    /// (`notifications/elicitation/complete`): what waited for it may be tried again.
+    ElicitationComplete {
+        /// Which server.
+        server: Arc<str>,
+        /// The server's id for the elicitation.
+        elicitation_id: Arc<str>,
+    },
     /// The server's prompts changed (the next [`crate::Host::prompts`] lists them again).
     PromptsChanged {
         /// Which server.
@@ -203,6 +211,10 @@ impl fmt::Display for HostEvent {
                 format!("{server}: resource updated: {uri}")
             }
             HostEvent::PromptsChanged { server } => format!("{server}: prompts changed"),
+            HostEvent::ElicitationComplete {
+                server,
+                elicitation_id,
+            } => format!("{server}: elicitation {elicitation_id} completed"),
             HostEvent::EventsLost { count } => format!("({count} events missed)"),
             HostEvent::RegistryRestarted { reason } => {
                 format!("route registry restarted ({reason}); servers report again")

@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use mcpvisor_protocol::elicitation::Form;
 use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::jsonrpc::error_codes;
 use mcpvisor_protocol::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::url_elicitation::UrlElicitation;
 use serde_json::Value;
 
 /// A request a server sent the host.
@@ -88,38 +90,55 @@ pub(crate) fn error(code: i64, message: impl Into<String>) -> ErrorObject {
     }
 }
 
+/// A request the host may see, with what its answer is checked against.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// Sampling: the answer passes as it is.
+    Other,
+    /// A form: the answer is completed with its defaults and checked.
+    Form(Form),
+    /// A URL to open: the answer is an action alone.
+    Url(UrlElicitation),
+}
+
 /// What must hold of a request before the host sees it: for an elicitation,
-/// a form this client can show. Returns the form to check the answer with.
-pub(crate) fn admit(method: &str, params: &Value) -> Result<Option<Form>, ErrorObject> {
+/// a form this client can show, or — where `url_mode` (the host offers it at
+/// a revision that has it) — a URL that passes [`UrlElicitation::parse`].
+pub(crate) fn admit(method: &str, params: &Value, url_mode: bool) -> Result<Admitted, ErrorObject> {
     if method != methods::ELICIT {
-        return Ok(None);
+        return Ok(Admitted::Other);
     }
-    if params.get("mode").and_then(Value::as_str).unwrap_or("form") != "form" {
-        return Err(error(
-            mcpvisor_protocol::jsonrpc::error_codes::INVALID_PARAMS,
-            "only form elicitation is supported",
-        ));
+    let invalid = |message: String| error(error_codes::INVALID_PARAMS, message);
+    match params.get("mode").and_then(Value::as_str).unwrap_or("form") {
+        "form" => {}
+        "url" if url_mode => {
+            return UrlElicitation::parse(params)
+                .map(Admitted::Url)
+                .map_err(|e| invalid(format!("URL elicitation: {e}")));
+        }
+        "url" => return Err(invalid("URL elicitation was not offered".into())),
+        _ => return Err(invalid("unknown elicitation mode".into())),
     }
     let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
-    Form::parse(schema).map(Some).map_err(|e| {
-        error(
-            mcpvisor_protocol::jsonrpc::error_codes::INVALID_PARAMS,
-            format!("requestedSchema: {e}"),
-        )
-    })
+    Form::parse(schema)
+        .map(Admitted::Form)
+        .map_err(|e| invalid(format!("requestedSchema: {e}")))
 }
 
 /// The host's answer as it goes back: an accepted elicitation completed with
-/// the form's defaults and checked against it.
-pub(crate) fn finish(form: Option<&Form>, answer: Value) -> Result<Value, ErrorObject> {
-    let Some(form) = form else {
-        return Ok(answer);
+/// the form's defaults and checked against it; a URL elicitation's, an action
+/// without content.
+pub(crate) fn finish(admitted: &Admitted, answer: Value) -> Result<Value, ErrorObject> {
+    let form = match admitted {
+        Admitted::Other => return Ok(answer),
+        Admitted::Url(_) => return url_answer(answer),
+        Admitted::Form(form) => form,
     };
     let mut answer = match answer {
         Value::Object(map) => map,
         _ => {
             return Err(error(
-                mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+                error_codes::INTERNAL_ERROR,
                 "the host's elicitation answer is not an object",
             ));
         }
@@ -129,7 +148,7 @@ pub(crate) fn finish(form: Option<&Form>, answer: Value) -> Result<Value, ErrorO
             let given = answer.get("content").and_then(Value::as_object);
             let content = form.complete(given).map_err(|e| {
                 error(
-                    mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+                    error_codes::INTERNAL_ERROR,
                     format!("the host's answer does not fit the form: {e}"),
                 )
             })?;
@@ -140,12 +159,58 @@ pub(crate) fn finish(form: Option<&Form>, answer: Value) -> Result<Value, ErrorO
         }
         _ => {
             return Err(error(
-                mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+                error_codes::INTERNAL_ERROR,
                 "the host's elicitation answer has no action (accept, decline or cancel)",
             ));
         }
     }
     Ok(Value::Object(answer))
+}
+
+/// URL elicitations the host was asked about on one connection, so that a
+/// server's completion notices reach the host only for those (a server
+/// cannot fill the event bus with made-up ids). The oldest are forgotten.
+#[derive(Debug, Default)]
+pub(crate) struct AskedUrls(std::collections::VecDeque<String>);
+
+impl AskedUrls {
+    /// How many are remembered.
+    const KEPT: usize = 64;
+
+    pub(crate) fn remember(&mut self, id: String) {
+        if self.0.contains(&id) {
+            return;
+        }
+        if self.0.len() == Self::KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(id);
+    }
+
+    /// True (once) when `id` is one the host was asked about.
+    pub(crate) fn complete(&mut self, id: &str) -> bool {
+        match self.0.iter().position(|k| k == id) {
+            Some(i) => {
+                self.0.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A URL elicitation is answered with the person's consent alone: nothing
+/// they typed elsewhere comes back through the client.
+fn url_answer(answer: Value) -> Result<Value, ErrorObject> {
+    match answer.get("action").and_then(Value::as_str) {
+        Some(action @ ("accept" | "decline" | "cancel")) => {
+            Ok(serde_json::json!({ "action": action }))
+        }
+        _ => Err(error(
+            error_codes::INTERNAL_ERROR,
+            "the host's elicitation answer has no action (accept, decline or cancel)",
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -157,40 +222,49 @@ mod tests {
     fn an_accepted_elicitation_is_completed_and_checked() {
         let params = json!({"message": "?", "requestedSchema": {"type": "object",
             "properties": {"n": {"type": "integer", "default": 3}, "s": {"type": "string"}}}});
-        let form = admit(methods::ELICIT, &params).unwrap();
-        let done = finish(form.as_ref(), json!({"action": "accept"})).unwrap();
+        let form = admit(methods::ELICIT, &params, false).unwrap();
+        let done = finish(&form, json!({"action": "accept"})).unwrap();
         assert_eq!(done, json!({"action": "accept", "content": {"n": 3}}));
-        let bad = finish(
-            form.as_ref(),
-            json!({"action": "accept", "content": {"n": "x"}}),
-        );
+        let bad = finish(&form, json!({"action": "accept", "content": {"n": "x"}}));
         assert!(bad.unwrap_err().message.contains("field `n`"));
-        let declined = finish(
-            form.as_ref(),
-            json!({"action": "decline", "content": {"n": 1}}),
-        );
+        let declined = finish(&form, json!({"action": "decline", "content": {"n": 1}}));
         assert_eq!(declined.unwrap(), json!({"action": "decline"}));
-        assert!(finish(form.as_ref(), json!({"content": {}})).is_err());
+        assert!(finish(&form, json!({"content": {}})).is_err());
         // Sampling answers pass as they are.
-        assert_eq!(finish(None, json!({"x": 1})).unwrap(), json!({"x": 1}));
+        assert_eq!(
+            finish(&Admitted::Other, json!({"x": 1})).unwrap(),
+            json!({"x": 1})
+        );
     }
 
     #[test]
-    fn url_mode_and_unreadable_forms_are_refused_before_the_host_sees_them() {
-        let url = json!({"mode": "url", "url": "https://x.example", "message": "?"});
-        assert!(admit(methods::ELICIT, &url).is_err());
+    fn url_mode_unoffered_or_unsafe_and_unreadable_forms_are_refused_before_the_host_sees_them() {
+        let url = json!({"mode": "url", "elicitationId": "e", "url": "https://x.example", "message": "?"});
+        assert!(admit(methods::ELICIT, &url, false).is_err());
+        let Admitted::Url(asked) = admit(methods::ELICIT, &url, true).unwrap() else {
+            panic!("a URL elicitation")
+        };
+        assert_eq!(asked.host(), "x.example");
+        let disguised = json!({"mode": "url", "elicitationId": "e",
+            "url": "https://bank.example@x.example", "message": "?"});
+        assert!(admit(methods::ELICIT, &disguised, true).is_err());
+        // Only the action goes back, whatever else the host put in its answer.
+        let back = finish(
+            &Admitted::Url(asked),
+            json!({"action": "accept", "content": {"pw": "x"}}),
+        );
+        assert_eq!(back.unwrap(), json!({"action": "accept"}));
         let nested =
             json!({"requestedSchema": {"type": "object", "properties": {"o": {"type": "object"}}}});
         assert!(
-            admit(methods::ELICIT, &nested)
+            admit(methods::ELICIT, &nested, true)
                 .unwrap_err()
                 .message
                 .contains("field `o`")
         );
-        assert!(
-            admit(methods::CREATE_MESSAGE, &json!({}))
-                .unwrap()
-                .is_none()
-        );
+        assert!(matches!(
+            admit(methods::CREATE_MESSAGE, &json!({}), true),
+            Ok(Admitted::Other)
+        ));
     }
 }

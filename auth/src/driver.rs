@@ -143,7 +143,7 @@ impl AuthorizationDriver for BrowserDriver {
             })?;
             eprintln!("Open this URL to authorize:\n\n  {url}\n");
             if self.open_browser {
-                open_browser(url.as_str());
+                let _ = open_browser(url.as_str());
             }
             tokio::time::timeout(self.timeout, wait_for_redirect(listener, &self.redirect))
                 .await
@@ -225,17 +225,21 @@ async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
     }
 }
 
-/// Best effort: a missing opener only means the user pastes the printed URL.
-fn open_browser(url: &str) {
+/// Opens `url` in the person's browser (`xdg-open`, else `open`), without a
+/// shell. Best effort: false means no opener started, and the person opens
+/// the printed URL themselves.
+pub fn open_browser(url: &str) -> bool {
     for opener in ["xdg-open", "open"] {
         if std::process::Command::new(opener)
             .arg(url)
+            .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .is_ok()
         {
-            return;
+            return true;
         }
     }
+    false
 }

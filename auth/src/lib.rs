@@ -44,7 +44,7 @@ mod tokens;
 
 pub use challenge::Challenge;
 pub use display::display_url;
-pub use driver::{AuthorizationDriver, BrowserDriver, DriverFuture, HeadlessDriver};
+pub use driver::{AuthorizationDriver, BrowserDriver, DriverFuture, HeadlessDriver, open_browser};
 pub use error::AuthError;
 pub use identity_assertion::{IdTokenSource, IdentityProvider};
 pub use oauth::{AuthState, Grant, MAX_STEP_UPS, OAuth, OAuthConfig};

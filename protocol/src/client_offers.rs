@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::messages::methods;
+use crate::revision::Revision;
 
 /// A root: a place the host lets servers work in (`roots/list`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,21 +34,47 @@ impl Root {
 pub struct ClientCapabilities {
     /// `sampling/createMessage`.
     pub sampling: bool,
-    /// `elicitation/create`.
+    /// `elicitation/create` (forms).
     pub elicitation: bool,
+    /// `elicitation/create` in URL mode (from 2025-11-25; needs `elicitation`).
+    pub elicitation_url: bool,
+    /// Sampling requests that offer the model tools (from 2025-11-25; needs `sampling`).
+    pub sampling_tools: bool,
     /// `roots/list` (and `notifications/roots/list_changed` when roots change).
     pub roots: bool,
 }
 
 impl ClientCapabilities {
-    /// The `capabilities` member of `initialize`.
+    /// The `capabilities` member of `initialize` at 2025-03-26.
     pub fn to_value(self) -> Value {
+        self.to_value_at(Revision::V2025_03_26)
+    }
+
+    /// The `capabilities` member of `initialize` offering `revision`: what
+    /// only later revisions have (URL elicitation, sampling with tools) is
+    /// declared only where the revision has it.
+    pub fn to_value_at(self, revision: Revision) -> Value {
+        let rules = revision.rules();
+        let empty = || Value::Object(Map::new());
         let mut map = Map::new();
         if self.sampling {
-            map.insert("sampling".into(), Value::Object(Map::new()));
+            let mut sampling = Map::new();
+            if self.sampling_tools && rules.sampling_tools {
+                sampling.insert("tools".into(), empty());
+            }
+            map.insert("sampling".into(), Value::Object(sampling));
         }
-        if self.elicitation {
-            map.insert("elicitation".into(), Value::Object(Map::new()));
+        let url = self.elicitation_url && rules.url_elicitation;
+        if self.elicitation || url {
+            // An empty object means forms alone, as before URL mode existed.
+            let mut elicitation = Map::new();
+            if url {
+                if self.elicitation {
+                    elicitation.insert("form".into(), empty());
+                }
+                elicitation.insert("url".into(), empty());
+            }
+            map.insert("elicitation".into(), Value::Object(elicitation));
         }
         if self.roots {
             let mut roots = Map::new();
@@ -57,11 +84,53 @@ impl ClientCapabilities {
         Value::Object(map)
     }
 
+    /// The capabilities a client declared in its `initialize` (`capabilities`)
+    /// at `revision`: what the revision lacks is not taken as offered.
+    pub fn declared_by(capabilities: Option<&Value>, revision: Revision) -> ClientCapabilities {
+        let rules = revision.rules();
+        let member = |name: &str| {
+            capabilities
+                .and_then(|c| c.get(name))
+                .filter(|v| v.is_object())
+        };
+        let within = |outer: Option<&Value>, name: &str| {
+            outer
+                .and_then(|o| o.get(name))
+                .is_some_and(Value::is_object)
+        };
+        let elicitation = member("elicitation");
+        let sampling = member("sampling");
+        let url = rules.url_elicitation && within(elicitation, "url");
+        // `{}` is forms alone; with modes named, forms only if named.
+        let named = within(elicitation, "form") || within(elicitation, "url");
+        ClientCapabilities {
+            sampling: sampling.is_some(),
+            sampling_tools: rules.sampling_tools && within(sampling, "tools"),
+            elicitation: elicitation.is_some() && (!named || within(elicitation, "form")),
+            elicitation_url: url,
+            roots: member("roots").is_some(),
+        }
+    }
+
+    /// Whether a server request for `method` with `params` is one of these:
+    /// an elicitation in the mode it asks for, a sampling request with tools
+    /// only where tools are offered.
+    pub fn offers_request(self, method: &str, params: &Value) -> bool {
+        match method {
+            methods::ELICIT if crate::url_elicitation::is_url_mode(params) => self.elicitation_url,
+            methods::ELICIT => self.elicitation,
+            methods::CREATE_MESSAGE if params.get("tools").is_some() => {
+                self.sampling && self.sampling_tools
+            }
+            _ => self.offers(method),
+        }
+    }
+
     /// Whether a server request for `method` is one of these.
     pub fn offers(self, method: &str) -> bool {
         match method {
             methods::CREATE_MESSAGE => self.sampling,
-            methods::ELICIT => self.elicitation,
+            methods::ELICIT => self.elicitation || self.elicitation_url,
             methods::ROOTS_LIST => self.roots,
             _ => false,
         }

@@ -34,6 +34,7 @@ pub mod session;
 pub mod sse;
 pub mod tasks;
 pub mod tool_schema;
+pub mod url_elicitation;
 
 pub use frame::{FrameDecoder, FrameError, STDIO_FRAME_LIMIT};
 pub use jsonrpc::{ErrorObject, Incoming, Message, MessageError, RequestId};

@@ -38,6 +38,8 @@ pub struct Rules {
     pub url_elicitation: bool,
     /// Task-augmented requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
     pub tasks: bool,
+    /// Sampling requests may offer the model tools (`sampling.tools`).
+    pub sampling_tools: bool,
 }
 
 const REVISIONS: [(Revision, &str, Rules); 3] = [
@@ -51,6 +53,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             elicitation: false,
             url_elicitation: false,
             tasks: false,
+            sampling_tools: false,
         },
     ),
     (
@@ -63,6 +66,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             elicitation: true,
             url_elicitation: false,
             tasks: false,
+            sampling_tools: false,
         },
     ),
     (
@@ -75,6 +79,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             elicitation: true,
             url_elicitation: true,
             tasks: true,
+            sampling_tools: true,
         },
     ),
 ];

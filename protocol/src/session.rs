@@ -126,6 +126,9 @@ pub enum SessionEvent<T> {
     Progress(ProgressParams),
     /// `notifications/message`.
     Log(LogMessageParams),
+    /// `notifications/elicitation/complete`: the URL elicitation with this id
+    /// completed out of band.
+    ElicitationComplete(String),
     /// Nothing to do; kept for logging.
     Ignored(Ignored),
 }
@@ -183,6 +186,7 @@ impl<T> ClientSession<T> {
     /// in the answer (the default: 2025-03-26 alone).
     pub fn with_versions(mut self, versions: Versions) -> Self {
         self.params.protocol_version = versions.offered().as_str().to_string();
+        self.params.capabilities = self.offered.to_value_at(versions.offered());
         self.versions = versions;
         self
     }
@@ -199,7 +203,7 @@ impl<T> ClientSession<T> {
     /// and the server's requests for them become [`SessionEvent::HostRequest`]
     /// instead of a `-32601` reply.
     pub fn with_capabilities(mut self, offered: ClientCapabilities) -> Self {
-        self.params.capabilities = offered.to_value();
+        self.params.capabilities = offered.to_value_at(self.versions.offered());
         self.offered = offered;
         self
     }
@@ -382,6 +386,12 @@ fn on_notification<T>(n: Notification) -> Handled<T> {
             None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
         },
         methods::CANCELLED => SessionEvent::Ignored(Ignored::ServerCancelled),
+        crate::url_elicitation::ELICITATION_COMPLETE => {
+            match crate::url_elicitation::completed_id(n.params.as_ref()) {
+                Some(id) => SessionEvent::ElicitationComplete(id.to_string()),
+                None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
+            }
+        }
         _ => SessionEvent::Ignored(Ignored::UnknownNotification(n.method)),
     };
     no_reply(event)

@@ -16,6 +16,7 @@ use std::sync::{Arc, Weak};
 
 use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::protocol::messages::ClientCapabilities;
+use mcpvisor::protocol::url_elicitation;
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 use parking_lot::Mutex;
 
@@ -129,7 +130,9 @@ impl ClientHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             sampling: true,
+            sampling_tools: true,
             elicitation: true,
+            elicitation_url: true,
             roots: false,
         }
     }
@@ -139,9 +142,9 @@ impl ClientHandler for Forwarder {
         Box::pin(async move {
             let (session, replies) =
                 caller.map_err(|why| refusal(format!("{why} to answer {}", request.method)))?;
-            if !session.offers(&request.method) {
+            if !session.offers(&request.method, &request.params) {
                 return Err(refusal(format!(
-                    "the client calling `{}` does not offer {}",
+                    "the client calling `{}` does not offer {} as asked",
                     request.server, request.method
                 )));
             }
@@ -157,6 +160,12 @@ impl ClientHandler for Forwarder {
                         serde_json::Value::String(request.server.to_string()),
                     );
                 }
+            }
+            if let Some(asked) = url_elicitation::is_url_mode(&params)
+                .then(|| params.get("elicitationId").and_then(|v| v.as_str()))
+                .flatten()
+            {
+                session.expect_completion(&request.server, asked);
             }
             session.ask(&request.method, params, &replies).await
         })

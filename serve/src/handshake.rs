@@ -19,15 +19,10 @@ pub(crate) fn initialize_params(
     let revision = versions.accepts(requested).unwrap_or(versions.offered());
     tracing::debug!(requested, %revision, "downstream session initialized");
     let offered = params.and_then(|p| p.get("capabilities"));
-    let has = |name: &str| {
-        offered
-            .and_then(|c| c.get(name))
-            .is_some_and(Value::is_object)
-    };
+    // Roots are the host's own here, never asked of a client.
     let offers = ClientCapabilities {
-        sampling: has("sampling"),
-        elicitation: has("elicitation"),
         roots: false,
+        ..ClientCapabilities::declared_by(offered, revision)
     };
     Ok((offers, revision))
 }

@@ -20,6 +20,7 @@ use mcpvisor_protocol::jsonrpc::{
 };
 use mcpvisor_protocol::messages::{ClientCapabilities, methods};
 use mcpvisor_protocol::revision::Revision;
+use mcpvisor_protocol::url_elicitation;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -89,7 +90,13 @@ struct State {
     client: ClientCapabilities,
     /// The revision this session speaks (2025-03-26 until `initialize` says otherwise).
     revision: Revision,
+    /// URL elicitations forwarded to this client (server, id), newest last, so
+    /// their completion notices reach it and no other.
+    asked_urls: std::collections::VecDeque<(Arc<str>, String)>,
 }
+
+/// How many forwarded URL elicitations a session remembers.
+const ASKED_URLS: usize = 64;
 
 impl Session {
     /// Opens a session; unsolicited messages go to `notices`.
@@ -282,8 +289,21 @@ impl Session {
         self.state.lock().revision
     }
 
-    pub(crate) fn offers(&self, method: &str) -> bool {
-        self.state.lock().client.offers(method)
+    pub(crate) fn offers(&self, method: &str, params: &Value) -> bool {
+        self.state.lock().client.offers_request(method, params)
+    }
+
+    /// A URL elicitation of `server` goes to this client: its completion will too.
+    pub(crate) fn expect_completion(&self, server: &Arc<str>, elicitation_id: &str) {
+        let mut state = self.state.lock();
+        let key = (server.clone(), elicitation_id.to_string());
+        if state.asked_urls.contains(&key) {
+            return;
+        }
+        if state.asked_urls.len() == ASKED_URLS {
+            state.asked_urls.pop_front();
+        }
+        state.asked_urls.push_back(key);
     }
 
     /// Sends the client a request on `replies` and waits for its answer (the
@@ -568,6 +588,25 @@ impl Session {
             let _ = self
                 .notices
                 .try_send(notification(methods::LOG_MESSAGE, params));
+        }
+        if let HostEvent::ElicitationComplete {
+            server,
+            elicitation_id,
+        } = event
+        {
+            let mut state = self.state.lock();
+            let known = state
+                .asked_urls
+                .iter()
+                .position(|(s, id)| s == server && **id == **elicitation_id);
+            if let Some(i) = known {
+                state.asked_urls.remove(i);
+                drop(state);
+                let params = json!({ "elicitationId": &**elicitation_id });
+                let _ = self
+                    .notices
+                    .try_send(notification(url_elicitation::ELICITATION_COMPLETE, params));
+            }
         }
         if let HostEvent::ResourceUpdated { server, uri } = event
             && self.subscribed.has(server, uri)

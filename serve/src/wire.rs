@@ -129,6 +129,11 @@ pub fn event_json(e: &HostEvent) -> Value {
         HostEvent::PromptsChanged { server } => {
             json!({"event": "prompts_changed", "server": &**server})
         }
+        HostEvent::ElicitationComplete {
+            server,
+            elicitation_id,
+        } => json!({"event": "elicitation_complete", "server": &**server,
+            "elicitation_id": &**elicitation_id}),
         HostEvent::EventsLost { count } => json!({"event": "events_lost", "count": count}),
         HostEvent::RegistryRestarted { reason } => {
             json!({"event": "registry_restarted", "reason": reason})

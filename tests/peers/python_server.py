@@ -10,7 +10,9 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp import UrlElicitationRequiredError
 from mcp.types import Completion
+from mcp_types import ElicitRequestURLParams
 from pydantic import BaseModel, Field
 
 server = MCPServer("mcpvisor-interop-python")
@@ -84,6 +86,36 @@ async def confirm_delete(path: str, ctx: Context) -> str:
     if result.action == "accept" and result.data.confirm:
         return f"deleted {path} ({result.data.reason})"
     return f"kept {path} ({result.action})"
+
+
+@server.tool()
+async def connect_account(url: str, ctx: Context) -> str:
+    """Send the person to a page (URL-mode elicitation); when they went, say it completed."""
+    result = await ctx.elicit_url("Connect your account to continue", url, "py-connect-1")
+    if result.action == "accept":
+        session = ctx.session
+
+        async def later() -> None:
+            await anyio.sleep(0.2)
+            await session.send_elicit_complete("py-never-asked")
+            await session.send_elicit_complete("py-connect-1")
+
+        _background.append(asyncio.get_running_loop().create_task(later()))
+    return f"connect: {result.action}"
+
+
+@server.tool()
+def needs_connection() -> str:
+    """Refuse until the person has been to a page (-32042, URL elicitation required)."""
+    raise UrlElicitationRequiredError(
+        [
+            ElicitRequestURLParams(
+                message="Authorize access to your files",
+                url="https://files.example.com/authorize?request=7",
+                elicitation_id="py-files-7",
+            )
+        ]
+    )
 
 
 _background: list = []

@@ -75,6 +75,8 @@ pub(crate) struct Connection {
     failure: FailureCell,
     /// Server requests the host is answering now.
     host_requests: usize,
+    /// URL elicitations the host was asked about, for their completion notices.
+    asked_urls: crate::host_requests::AskedUrls,
     /// What the server declared besides tools, once initialized.
     offers: Offers,
     /// Its resource and prompt lists, kept for hosts between requests.
@@ -127,6 +129,7 @@ impl Connection {
             startup_timer: None,
             malformed: MalformedCount::default(),
             host_requests: 0,
+            asked_urls: Default::default(),
             offers: Offers::default(),
             lists: Arc::default(),
         }
@@ -377,6 +380,14 @@ impl Connection {
                 self.ctx.bus.emit(HostEvent::PromptsChanged {
                     server: self.name.clone(),
                 });
+            }
+            SessionEvent::ElicitationComplete(id) => {
+                if self.asked_urls.complete(&id) {
+                    self.ctx.bus.emit(HostEvent::ElicitationComplete {
+                        server: self.name.clone(),
+                        elicitation_id: Arc::from(id),
+                    });
+                }
             }
             SessionEvent::ResourceUpdated(updated) => {
                 // Only what the host subscribed to: a server cannot fill the bus with URIs.

@@ -1,6 +1,6 @@
 //! The CLI's answers to what servers ask of the host: a person at the terminal
-//! fills an elicitation's form, and the configured `sampling_command` answers
-//! sampling.
+//! fills an elicitation's form or chooses whether to open the page a URL
+//! elicitation names, and the configured `sampling_command` answers sampling.
 //!
 //! Both capabilities are declared to every server, so tools that ask are
 //! listed and their calls get a clear answer: off a terminal an elicitation is
@@ -11,11 +11,13 @@
 mod elicit;
 mod fields;
 mod sampling;
+mod url;
 
 use std::sync::Arc;
 
 use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::protocol::messages::{ClientCapabilities, methods};
+use mcpvisor::protocol::url_elicitation::is_url_mode;
 use mcpvisor::settings::{SAMPLING_COMMAND, Settings};
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 
@@ -52,13 +54,17 @@ impl ClientHandler for CliAnswers {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             sampling: true,
+            // The command gets the request as it is, tools included.
+            sampling_tools: true,
             elicitation: true,
+            elicitation_url: true,
             roots: false,
         }
     }
 
     fn answer(&self, request: HostRequest) -> HostAnswer {
         match request.method.as_str() {
+            methods::ELICIT if is_url_mode(&request.params) => Box::pin(url::open(request)),
             methods::ELICIT => Box::pin(elicit::elicit(request)),
             methods::CREATE_MESSAGE => match &self.sampling {
                 Some(argv) => Box::pin(sampling::sample(argv.clone(), request)),

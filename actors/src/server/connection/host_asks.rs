@@ -55,7 +55,13 @@ impl Connection {
                 ))
             }
             Some(handler) => {
-                host_requests::admit(&method, &params).map(|form| (handler.clone(), form))
+                let url_mode = handler.0.capabilities().elicitation_url
+                    && self
+                        .session
+                        .revision()
+                        .is_some_and(|r| r.rules().url_elicitation);
+                host_requests::admit(&method, &params, url_mode)
+                    .map(|admitted| (handler.clone(), admitted))
             }
         };
         let (handler, form) = match admitted {
@@ -65,6 +71,9 @@ impl Connection {
                 return;
             }
         };
+        if let host_requests::Admitted::Url(asked) = &form {
+            self.asked_urls.remember(asked.elicitation_id.clone());
+        }
         self.host_requests += 1;
         let request = HostRequest {
             server: self.name.clone(),
@@ -77,7 +86,7 @@ impl Connection {
             // A handler that panics or never returns still gets the server an answer.
             let asked = std::panic::AssertUnwindSafe(handler.0.answer(request)).catch_unwind();
             let answer = match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(Ok(answer))) => host_requests::finish(form.as_ref(), answer),
+                Ok(Ok(Ok(answer))) => host_requests::finish(&form, answer),
                 Ok(Ok(Err(error))) => Err(error),
                 Ok(Err(_)) => Err(host_requests::error(
                     error_codes::INTERNAL_ERROR,

@@ -51,9 +51,29 @@ pub(super) async fn elicit(request: HostRequest) -> Result<Value, ErrorObject> {
         data: None,
     })?;
     let message = clean(message);
+    on_terminal(move |withdrawn| fill(&server, &message, &form, withdrawn)).await
+}
+
+/// Runs `prompt` on a blocking thread (`inquire` blocks) once the terminal is
+/// free: one prompt at a time. `prompt` can ask whether the request was
+/// withdrawn meanwhile; one withdrawn before its turn is cancelled unseen.
+pub(super) async fn on_terminal<F>(prompt: F) -> Result<Value, ErrorObject>
+where
+    F: FnOnce(&dyn Fn() -> bool) -> Value + Send + 'static,
+{
     let withdrawn = Withdrawn::default();
     let flag = withdrawn.0.clone();
-    let asked = tokio::task::spawn_blocking(move || ask(&server, &message, &form, &flag)).await;
+    let asked = tokio::task::spawn_blocking(move || {
+        let _turn = TERMINAL.lock().unwrap_or_else(PoisonError::into_inner);
+        if flag.load(Ordering::SeqCst) {
+            return json!({"action": "cancel"});
+        }
+        PROMPTING.store(true, Ordering::SeqCst);
+        let answer = prompt(&|| flag.load(Ordering::SeqCst));
+        PROMPTING.store(false, Ordering::SeqCst);
+        answer
+    })
+    .await;
     drop(withdrawn);
     asked.map_err(|e| ErrorObject {
         code: error_codes::INTERNAL_ERROR,
@@ -74,18 +94,7 @@ impl Drop for Withdrawn {
 }
 
 /// Fills the form at the terminal; returns the answer for the server.
-fn ask(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Value {
-    let _turn = TERMINAL.lock().unwrap_or_else(PoisonError::into_inner);
-    if withdrawn.load(Ordering::SeqCst) {
-        return json!({"action": "cancel"});
-    }
-    PROMPTING.store(true, Ordering::SeqCst);
-    let answer = fill(server, message, form, withdrawn);
-    PROMPTING.store(false, Ordering::SeqCst);
-    answer
-}
-
-fn fill(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Value {
+fn fill(server: &str, message: &str, form: &Form, withdrawn: &dyn Fn() -> bool) -> Value {
     eprintln!("\nmcpvisor: server `{server}` asks for input:");
     for line in message.lines() {
         eprintln!("  {line}");
@@ -93,7 +102,7 @@ fn fill(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Val
     eprintln!("  (Enter keeps a default or leaves an optional field out; Esc cancels)");
     let mut content = Map::new();
     for field in &form.fields {
-        if withdrawn.load(Ordering::SeqCst) {
+        if withdrawn() {
             eprintln!("mcpvisor: `{server}` no longer waits for this answer");
             return json!({"action": "cancel"});
         }
@@ -121,7 +130,7 @@ fn fill(server: &str, message: &str, form: &Form, withdrawn: &AtomicBool) -> Val
 
 /// A prompt that ended without an answer: Esc and Ctrl-C cancel; a terminal
 /// that fails is reported and cancels too (the person made no choice).
-fn stopped(server: &str, e: InquireError) -> Value {
+pub(super) fn stopped(server: &str, e: InquireError) -> Value {
     match e {
         InquireError::OperationCanceled | InquireError::OperationInterrupted => {
             eprintln!("mcpvisor: input for `{server}` cancelled");

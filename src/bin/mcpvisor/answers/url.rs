@@ -1,0 +1,58 @@
+//! URL-mode elicitation at the terminal: the server's reason, the whole URL
+//! and its host apart, then the person's choice. Nothing is opened without
+//! it; "Open" starts the browser (or says to open the URL by hand) and tells
+//! the server the person went there. Off a terminal the request is declined.
+
+use std::io::IsTerminal;
+
+use mcpvisor::HostRequest;
+use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor::protocol::url_elicitation::UrlElicitation;
+use serde_json::{Value, json};
+
+use super::elicit::{on_terminal, stopped};
+use crate::output::{clean, clean_line};
+
+/// Answers one `elicitation/create` in URL mode.
+pub(super) async fn open(request: HostRequest) -> Result<Value, ErrorObject> {
+    let server = clean_line(&request.server);
+    // The library admitted it (https, no user information); it reads the same here.
+    let asked = UrlElicitation::parse(&request.params).map_err(|e| ErrorObject {
+        code: error_codes::INVALID_PARAMS,
+        message: format!("URL elicitation: {e}"),
+        data: None,
+    })?;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        eprintln!(
+            "mcpvisor: {server} asks to open a page at {}; declined: not a terminal",
+            clean_line(asked.host())
+        );
+        return Ok(json!({"action": "decline"}));
+    }
+    on_terminal(move |_| choose(&server, &asked)).await
+}
+
+fn choose(server: &str, asked: &UrlElicitation) -> Value {
+    eprintln!("\nmcpvisor: server `{server}` asks you to open a page:");
+    for line in clean(&asked.message).lines() {
+        eprintln!("  {line}");
+    }
+    eprintln!("  host: {}", clean_line(asked.host()));
+    eprintln!("  URL:  {}", clean_line(&asked.url));
+    let choices = vec!["Open it", "Decline"];
+    let question = format!("Open this page for `{server}`?");
+    match inquire::Select::new(&question, choices)
+        .without_filtering()
+        .with_help_message("Only if you trust the host above; Esc cancels")
+        .prompt()
+    {
+        Ok("Open it") => {
+            if !mcpvisor::auth::open_browser(&asked.url) {
+                eprintln!("mcpvisor: no browser could be started; open the URL above yourself");
+            }
+            json!({"action": "accept"})
+        }
+        Ok(_) => json!({"action": "decline"}),
+        Err(e) => stopped(server, e),
+    }
+}
