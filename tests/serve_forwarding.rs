@@ -96,3 +96,50 @@ fn elicitation_reaches_a_client_at_a_revision_that_has_it() {
     assert!(elicited.contains("42"), "{out}");
     assert_eq!(out["sampling"]["is_error"], false, "{out}");
 }
+
+/// A project whose one approved entry is the Python SDK peer over stdio.
+fn python_project(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("mcpvisor-forward-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let python = peers_dir().join("venv/bin/python");
+    let config = json!({"mcpServers": {
+        "py": {"command": python, "args": [peers_dir().join("python_server.py"), "stdio"]},
+    }});
+    let path = root.join(".mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let home = root.join("home");
+    let enabled = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["--config", path.to_str().unwrap(), "enable", "py"])
+        .env("MCPVISOR_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(enabled.status.success());
+    (path, home)
+}
+
+/// At 2025-11-25 on both sides, a URL elicitation reaches the client whose
+/// call it serves, its completion notice follows it there (and a notice for
+/// an id nobody was asked about does not), and a `-32042` answer keeps its
+/// code and the elicitations it names.
+#[test]
+fn url_elicitation_and_its_completion_reach_the_client_asked() {
+    let (config, home) = python_project("url");
+    let flags = ["--protocol-versions", "2025-11-25"];
+    let out = python_client_of_serve("python_url_elicitation.py", &[], &config, &home, &flags);
+    assert_eq!(out["connect"], "connect: accept", "{out}");
+    let seen = out["seen"].as_array().unwrap();
+    assert_eq!(seen.len(), 1, "{out}");
+    assert_eq!(seen[0]["mode"], "url", "{out}");
+    assert_eq!(
+        seen[0]["url"], "https://accounts.example.com/connect?session=4",
+        "{out}"
+    );
+    assert_eq!(seen[0]["elicitationId"], "py-connect-1", "{out}");
+    assert_eq!(out["completed"], json!(["py-connect-1"]), "{out}");
+    assert_eq!(out["needs"]["code"], -32042, "{out}");
+    assert_eq!(
+        out["needs"]["data"]["elicitations"][0]["elicitationId"], "py-files-7",
+        "{out}"
+    );
+}

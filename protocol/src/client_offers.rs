@@ -136,3 +136,66 @@ impl ClientCapabilities {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn later_capabilities_are_declared_and_read_only_where_the_revision_has_them() {
+        let all = ClientCapabilities {
+            sampling: true,
+            sampling_tools: true,
+            elicitation: true,
+            elicitation_url: true,
+            roots: true,
+        };
+        let newest = all.to_value_at(Revision::V2025_11_25);
+        assert_eq!(
+            newest,
+            json!({"sampling": {"tools": {}}, "elicitation": {"form": {}, "url": {}},
+                "roots": {"listChanged": true}})
+        );
+        // Older revisions: exactly what they had.
+        for older in [Revision::V2025_03_26, Revision::V2025_06_18] {
+            assert_eq!(
+                all.to_value_at(older),
+                json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
+            );
+            assert_eq!(
+                ClientCapabilities::declared_by(Some(&newest), older),
+                ClientCapabilities {
+                    sampling_tools: false,
+                    elicitation_url: false,
+                    ..all
+                }
+            );
+        }
+        assert_eq!(
+            ClientCapabilities::declared_by(Some(&newest), Revision::V2025_11_25),
+            all
+        );
+        // `{"url": {}}` alone is URL mode without forms; `{}` is forms alone.
+        let url_only = json!({"elicitation": {"url": {}}});
+        let read = ClientCapabilities::declared_by(Some(&url_only), Revision::V2025_11_25);
+        assert!(read.elicitation_url && !read.elicitation);
+        let url = json!({"mode": "url"});
+        assert!(read.offers_request(methods::ELICIT, &url));
+        assert!(!read.offers_request(methods::ELICIT, &json!({})));
+        let forms = ClientCapabilities::declared_by(
+            Some(&json!({"elicitation": {}})),
+            Revision::V2025_11_25,
+        );
+        assert!(forms.elicitation && !forms.elicitation_url);
+        assert!(!forms.offers_request(methods::ELICIT, &url));
+        // Sampling with tools only where tools are offered.
+        let plain = ClientCapabilities {
+            sampling: true,
+            ..Default::default()
+        };
+        let with_tools = json!({"messages": [], "tools": []});
+        assert!(!plain.offers_request(methods::CREATE_MESSAGE, &with_tools));
+        assert!(all.offers_request(methods::CREATE_MESSAGE, &with_tools));
+    }
+}
