@@ -3,7 +3,9 @@
 //! terminal the form is declined, and sampling is declined unless the
 //! `sampling_command` setting names a command, whose output is the answer.
 //! Against server-everything over stdio, whose asking tools exist only for a
-//! client that declares both capabilities.
+//! client that declares both capabilities. URL-mode elicitation against the
+//! Python SDK peer at 2025-11-25: the URL and its host shown, the page opened
+//! (by a stand-in `xdg-open`) only when the person chooses to.
 
 mod support;
 
@@ -410,4 +412,133 @@ fn attached_to_serve_a_call_answers_the_servers_requests_too() {
         text(&out.stderr)
     );
     assert!(serve.terminate().success(), "{}", serve.output());
+}
+
+const PAGE: &str = "https://accounts.example.com/connect?session=4";
+
+/// A directory whose approved `.mcp.json` runs the Python SDK peer, spoken to
+/// at 2025-11-25 (URL elicitation), with a stand-in `xdg-open` on the PATH
+/// that writes down what it was asked to open.
+fn url_project(tag: &str) -> (PathBuf, Vec<(String, String)>) {
+    let dir = empty_dir("cli-url-elicitation", tag);
+    let python = peers_dir().join("venv/bin/python");
+    let config = json!({"mcpServers": {
+        "py": {"command": python, "args": [peers_dir().join("python_server.py"), "stdio"]},
+    }});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let enabled = run(mcpvisor(&dir).args(["enable", "py"]));
+    assert!(enabled.status.success(), "{}", text(&enabled.stderr));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    let log = dir.join("opened");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&opener).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&opener, perms).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = vec![
+        ("PATH".to_string(), path),
+        (
+            "MCPVISOR_PROTOCOL_VERSIONS".to_string(),
+            "2025-11-25".to_string(),
+        ),
+    ];
+    (dir, env)
+}
+
+/// `mcpvisor call mcp__py__connect_account` through a pseudo-terminal.
+fn connect_on_a_terminal(tag: &str, keys: &str) -> (Session, Option<String>) {
+    let (dir, env) = url_project(tag);
+    let steps = vec![["Only if you trust the host above", keys]];
+    let mut cmd = Command::new("python3");
+    cmd.arg(peers_dir().join("clients/pty_session.py"))
+        .arg(serde_json::to_string(&steps).unwrap())
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["call", "mcp__py__connect_account"])
+        .arg(json!({ "url": PAGE }).to_string())
+        .current_dir(&dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
+    let session = Session {
+        stdout: report["stdout"].as_str().unwrap_or("").to_string(),
+        screen: report["screen"].as_str().unwrap_or("").to_string(),
+        code: report["code"].as_i64().unwrap_or(-1),
+    };
+    assert!(
+        report["failed"].is_null(),
+        "{}\nscreen:\n{}",
+        report["failed"],
+        session.screen
+    );
+    (session, std::fs::read_to_string(dir.join("opened")).ok())
+}
+
+#[test]
+fn on_a_terminal_a_url_is_shown_with_its_host_and_opened_only_when_chosen() {
+    let (s, opened) = connect_on_a_terminal("url-open", ENTER);
+    assert!(
+        s.screen
+            .contains("mcpvisor: server `py` asks you to open a page:"),
+        "{}",
+        s.screen
+    );
+    assert!(
+        s.screen.contains("Connect your account to continue"),
+        "{}",
+        s.screen
+    );
+    assert!(
+        s.screen.contains("host: accounts.example.com"),
+        "{}",
+        s.screen
+    );
+    assert!(s.screen.contains(&format!("URL:  {PAGE}")), "{}", s.screen);
+    assert!(s.stdout.contains("connect: accept"), "{}", s.stdout);
+    assert_eq!(opened.as_deref(), Some(format!("{PAGE}\n").as_str()));
+    assert_eq!(s.code, 0);
+
+    let (s, opened) = connect_on_a_terminal("url-decline", DOWN_ENTER);
+    assert!(s.stdout.contains("connect: decline"), "{}", s.stdout);
+    assert_eq!(opened, None, "nothing opened");
+}
+
+#[test]
+fn off_a_terminal_a_url_elicitation_is_declined_and_nothing_opened() {
+    let (dir, env) = url_project("url-off");
+    let mut cmd = mcpvisor(&dir);
+    cmd.args([
+        "call",
+        "mcp__py__connect_account",
+        &json!({ "url": PAGE }).to_string(),
+    ]);
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stderr.contains(
+            "mcpvisor: py asks to open a page at accounts.example.com; declined: not a terminal"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("connect: decline"), "{stdout}");
+    assert!(!dir.join("opened").exists());
 }
