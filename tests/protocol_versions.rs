@@ -347,3 +347,25 @@ async fn a_tool_that_requires_a_task_runs_as_one_and_cancels_as_one() {
     );
     host.shutdown().await;
 }
+
+/// The Python peer's `echo` carries an `https` icon and a `javascript:` one:
+/// at 2025-11-25 the tool keeps the first alone.
+#[tokio::test]
+async fn tool_icons_are_kept_only_when_they_cannot_run_anything() {
+    let running = Peer::PythonSdk.run(Wire::Stdio);
+    let host = start(
+        running.spec.clone(),
+        Some(Versions::only(Revision::V2025_11_25)),
+    )
+    .await;
+    let tools = host.tools();
+    let echo = tools
+        .iter()
+        .find(|t| t.name.tool() == "echo")
+        .expect("the peer's echo");
+    let srcs: Vec<&str> = echo.icons.iter().map(|i| i.src.as_str()).collect();
+    assert_eq!(srcs, ["https://example.com/echo.png"]);
+    assert_eq!(echo.icons[0].mime_type.as_deref(), Some("image/png"));
+    assert_eq!(echo.icons[0].sizes, ["48x48"]);
+    host.shutdown().await;
+}

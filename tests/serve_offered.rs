@@ -11,8 +11,8 @@ use support::peers_dir;
 use support::serve::python_client_of_serve;
 
 /// A project with server-everything and the Python peer, both approved.
-fn project() -> (std::path::PathBuf, std::path::PathBuf) {
-    let root = std::env::temp_dir().join(format!("mcpvisor-offered-{}", std::process::id()));
+fn project(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("mcpvisor-offered-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let index =
@@ -42,7 +42,7 @@ fn project() -> (std::path::PathBuf, std::path::PathBuf) {
 
 #[test]
 fn the_gateway_serves_one_flat_view_of_resources_and_prompts() {
-    let (config, home) = project();
+    let (config, home) = project("flat");
     let out = python_client_of_serve("python_resources.py", &[], &config, &home, &[]);
 
     let caps = &out["capabilities"];
@@ -92,5 +92,29 @@ fn the_gateway_serves_one_flat_view_of_resources_and_prompts() {
     assert_eq!(
         out["updates"],
         json!(["demo://resource/static/document/architecture.md"])
+    );
+    // A 2025-03-26 session: no icons at all.
+    assert_eq!(out["protocol"], "2025-03-26");
+    assert_eq!(
+        out["icons"],
+        json!({"tool": [], "prompt": [], "resource": []}),
+        "{out}"
+    );
+}
+
+/// At 2025-11-25 on both sides, the Python peer's tool, prompt and resource
+/// carry two icons each: the gateway hands on the `https` one, not the
+/// `javascript:` one.
+#[test]
+fn a_2025_11_25_session_gets_the_icons_that_pass() {
+    let (config, home) = project("icons");
+    let flags = ["--protocol-versions", "2025-11-25"];
+    let out = python_client_of_serve("python_resources.py", &[], &config, &home, &flags);
+    assert_eq!(out["protocol"], "2025-11-25");
+    let safe = json!(["https://example.com/echo.png"]);
+    assert_eq!(
+        out["icons"],
+        json!({"tool": safe, "prompt": safe, "resource": safe}),
+        "{out}"
     );
 }

@@ -19,6 +19,7 @@ pub mod client_offers;
 pub mod completion;
 pub mod elicitation;
 pub mod frame;
+pub mod icons;
 pub mod jsonrpc;
 pub mod listing;
 pub mod logging;

@@ -217,6 +217,13 @@ pub struct Tool {
     /// How it runs (from 2025-11-25: `taskSupport`), kept as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Value>,
+    /// Icons for people (from 2025-11-25), those that pass [`crate::icons::Icon::read`].
+    #[serde(
+        default,
+        deserialize_with = "crate::icons::lenient",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub icons: Vec<crate::icons::Icon>,
 }
 
 /// One page of `tools/list`.

@@ -40,6 +40,8 @@ pub struct Rules {
     pub tasks: bool,
     /// Sampling requests may offer the model tools (`sampling.tools`).
     pub sampling_tools: bool,
+    /// Tools, resources, templates and prompts may carry icons.
+    pub icons: bool,
 }
 
 const REVISIONS: [(Revision, &str, Rules); 3] = [
@@ -54,6 +56,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             url_elicitation: false,
             tasks: false,
             sampling_tools: false,
+            icons: false,
         },
     ),
     (
@@ -67,6 +70,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             url_elicitation: false,
             tasks: false,
             sampling_tools: false,
+            icons: false,
         },
     ),
     (
@@ -80,6 +84,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             url_elicitation: true,
             tasks: true,
             sampling_tools: true,
+            icons: true,
         },
     ),
 ];

@@ -23,6 +23,8 @@ pub struct ToolDefinition {
     pub title: Option<String>,
     /// The schema of its results' `structuredContent`, as the server sent it.
     pub output_schema: Option<Value>,
+    /// Its icons (from 2025-11-25), as checked.
+    pub icons: Vec<crate::icons::Icon>,
 }
 
 /// How a schema was changed to fit the object-root shape (for reports, never fatal).
@@ -48,6 +50,7 @@ impl ToolDefinition {
                 description: tool.description.clone().unwrap_or_default(),
                 input_schema,
                 title: tool.title.clone(),
+                icons: tool.icons.clone(),
                 output_schema: tool.output_schema.clone(),
             },
             note,

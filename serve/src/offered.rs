@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use mcpvisor::{CallError, CompletionTarget, Host};
+use mcpvisor_protocol::icons::Icon;
 use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::revision::Revision;
 use serde_json::{Map, Value, json};
 
 use crate::outcome::Outcome;
@@ -39,24 +41,32 @@ pub fn handles(method: &str) -> bool {
 }
 
 /// Answers one of the methods [`handles`] for `host`, as the gateway does (the
-/// CLI uses it too, so its one-shot and attached answers are the same).
+/// CLI uses it too, so its one-shot and attached answers are the same), to a
+/// client at `revision`: icons only from 2025-11-25, and only those that pass
+/// [`Icon::read`].
 pub async fn answer(
     host: &Host,
     naming: Naming,
     page_size: usize,
+    revision: Revision,
     method: &str,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
     let cursor = cursor(params)?;
+    let listed = |entries: Flat| -> Vec<Value> {
+        entries
+            .into_values()
+            .filter_map(|e| e.ok())
+            .map(|e| with_icons(e, revision))
+            .collect()
+    };
     match method {
         methods::RESOURCES_LIST => {
-            let entries = flat_resources(host).await.flat;
-            let items = entries.into_values().filter_map(|e| e.ok()).collect();
+            let items = listed(flat_resources(host).await.flat);
             page(items, "resources", cursor, page_size)
         }
         methods::RESOURCE_TEMPLATES_LIST => {
-            let entries = flat_templates(host).await.flat;
-            let items = entries.into_values().filter_map(|e| e.ok()).collect();
+            let items = listed(flat_templates(host).await.flat);
             page(items, "resourceTemplates", cursor, page_size)
         }
         methods::RESOURCES_READ => {
@@ -84,7 +94,7 @@ pub async fn answer(
                 .map(|p| {
                     let mut value = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
                     value["name"] = Value::String(naming.advertise(&p.name).to_string());
-                    tag(value, &p.server)
+                    with_icons(tag(value, &p.server), revision)
                 })
                 .collect();
             page(items, "prompts", cursor, page_size)
@@ -257,6 +267,18 @@ fn flatten(entries: impl Iterator<Item = (String, Arc<str>, serde_json::Result<V
             (key, entry)
         })
         .collect()
+}
+
+/// An entry as a client at `revision` may see it: icons that pass, from 2025-11-25.
+fn with_icons(mut entry: Value, revision: Revision) -> Value {
+    if let Value::Object(members) = &mut entry {
+        if revision.rules().icons {
+            Icon::clean(members);
+        } else {
+            members.remove("icons");
+        }
+    }
+    entry
 }
 
 /// `value` with its server in `_meta`.

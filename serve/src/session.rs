@@ -406,11 +406,10 @@ impl Session {
                     Some(Value::String(c)) => Some(c.as_str()),
                     Some(_) => return Err(error(error_codes::INVALID_PARAMS, "invalid cursor")),
                 };
-                let full = self.revision().rules().output_schema;
                 tools::list_page(
                     host,
                     self.naming,
-                    full,
+                    self.revision(),
                     cursor,
                     self.gateway.options().page_size,
                 )
@@ -419,7 +418,15 @@ impl Session {
             methods::TOOLS_CALL => self.call(params, replies, fate, registered).await,
             m if offered::handles(m) => {
                 let page_size = self.gateway.options().page_size;
-                offered::answer(host, self.naming, page_size, m, params.as_ref()).await
+                offered::answer(
+                    host,
+                    self.naming,
+                    page_size,
+                    self.revision(),
+                    m,
+                    params.as_ref(),
+                )
+                .await
             }
             methods::RESOURCES_SUBSCRIBE => {
                 let all = &self.gateway.subscribers;

@@ -2,6 +2,7 @@
 
 use mcpvisor::{Host, QualifiedMcpToolName, ToolDefinition};
 use mcpvisor_protocol::names::PREFIX;
+use mcpvisor_protocol::revision::Revision;
 use serde_json::{Map, Value, json};
 
 /// How tools are named to a session.
@@ -45,7 +46,7 @@ pub(crate) struct BadCursor;
 pub(crate) fn list_page(
     host: &Host,
     naming: Naming,
-    full: bool,
+    revision: Revision,
     cursor: Option<&str>,
     page_size: usize,
 ) -> Result<Value, BadCursor> {
@@ -61,7 +62,7 @@ pub(crate) fn list_page(
     let end = (start + page_size.max(1)).min(tools.len());
     let page: Vec<Value> = tools[start..end]
         .iter()
-        .map(|t| tool_json(t, naming, full))
+        .map(|t| tool_json(t, naming, revision))
         .collect();
     let mut result = Map::new();
     result.insert("tools".into(), Value::Array(page));
@@ -71,8 +72,10 @@ pub(crate) fn list_page(
     Ok(Value::Object(result))
 }
 
-/// A tool as a session sees it; `full` adds what 2025-06-18 brought (title, outputSchema).
-fn tool_json(t: &ToolDefinition, naming: Naming, full: bool) -> Value {
+/// A tool as a session at `revision` sees it: with what 2025-06-18 brought
+/// (title, outputSchema) and 2025-11-25 (icons) where the session has it.
+fn tool_json(t: &ToolDefinition, naming: Naming, revision: Revision) -> Value {
+    let full = revision.rules().output_schema;
     let mut tool = json!({
         "name": naming.advertise(&t.name),
         "inputSchema": t.input_schema,
@@ -87,6 +90,9 @@ fn tool_json(t: &ToolDefinition, naming: Naming, full: bool) -> Value {
         if let Some(schema) = &t.output_schema {
             tool["outputSchema"] = schema.clone();
         }
+    }
+    if revision.rules().icons && !t.icons.is_empty() {
+        tool["icons"] = serde_json::to_value(&t.icons).unwrap_or(Value::Null);
     }
     tool
 }

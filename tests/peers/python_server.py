@@ -11,14 +11,20 @@ import sys
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp import UrlElicitationRequiredError
-from mcp.types import Completion
+from mcp.types import Completion, Icon
 from mcp_types import ElicitRequestURLParams
 from pydantic import BaseModel, Field
 
 server = MCPServer("mcpvisor-interop-python")
 
+# One icon a client may show, and one that would run script if it did.
+ICONS = [
+    Icon(src="https://example.com/echo.png", mime_type="image/png", sizes=["48x48"]),
+    Icon(src="javascript:alert(1)"),
+]
 
-@server.tool()
+
+@server.tool(icons=ICONS)
 def echo(message: str) -> str:
     """Echo the message back."""
     return f"Echo: {message}"
@@ -43,7 +49,7 @@ async def announce(ctx: Context) -> str:
     return "announced"
 
 
-@server.resource("note://greeting", mime_type="text/plain")
+@server.resource("note://greeting", mime_type="text/plain", icons=ICONS)
 def greeting() -> str:
     """A fixed note."""
     return "Hello from the Python SDK"
@@ -61,7 +67,7 @@ def note(name: str) -> str:
     return f"Note {name}"
 
 
-@server.prompt()
+@server.prompt(icons=ICONS)
 def review(code: str, language: str = "rust") -> str:
     """Ask for a review of some code."""
     return f"Please review this {language} code:\n{code}"

@@ -43,6 +43,7 @@ async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> 
                 input_schema: tool["inputSchema"].clone(),
                 title: tool["title"].as_str().map(str::to_string),
                 output_schema: tool.get("outputSchema").cloned(),
+                icons: mcpvisor::protocol::icons::Icon::read_all(&tool["icons"]),
             });
         }
         match page["nextCursor"].as_str() {

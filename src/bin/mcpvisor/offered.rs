@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use base64::Engine;
 use mcpvisor::Host;
 use mcpvisor::protocol::messages::methods;
+use mcpvisor::protocol::revision::Revision;
 use mcpvisor_serve::client::Client;
 use mcpvisor_serve::offered::{self, SERVER_META};
 use mcpvisor_serve::tools::Naming;
@@ -30,11 +31,16 @@ pub(crate) enum Via<'a> {
 impl Via<'_> {
     async fn ask(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
         match self {
-            Via::Host(host) => {
-                offered::answer(host, Naming::Qualified, 1000, method, Some(&params))
-                    .await
-                    .map_err(|e| Failure(e.message, 1))
-            }
+            Via::Host(host) => offered::answer(
+                host,
+                Naming::Qualified,
+                1000,
+                Revision::V2025_11_25,
+                method,
+                Some(&params),
+            )
+            .await
+            .map_err(|e| Failure(e.message, 1)),
             Via::Serve(client) => client
                 .request(method, params, |_| {})
                 .await

@@ -34,6 +34,13 @@ async def main() -> None:
         async with stdio_client(server) as (read, write):
             async with ClientSession(read, write, message_handler=on_message) as session:
                 init = await session.initialize()
+                out["protocol"] = init.protocol_version
+
+                def srcs(item):
+                    return [i.src for i in (item.icons or [])]
+
+                listed = await session.list_tools()
+                icons = {"tool": next((srcs(t) for t in listed.tools if t.name == "mcp__py__echo"), None)}
                 out["capabilities"] = init.capabilities.model_dump(by_alias=True, exclude_none=True)
                 resources = await session.list_resources()
                 out["resources"] = [
@@ -53,6 +60,11 @@ async def main() -> None:
                     out["missing"] = str(e)
                 prompts = await session.list_prompts()
                 out["prompts"] = [p.name for p in prompts.prompts]
+                icons["prompt"] = next((srcs(p) for p in prompts.prompts if p.name == "mcp__py__review"), None)
+                icons["resource"] = next(
+                    (srcs(r) for r in resources.resources if str(r.uri) == "note://greeting"), None
+                )
+                out["icons"] = icons
                 got = await session.get_prompt("mcp__py__review", {"code": "fn main() {}"})
                 out["prompt"] = got.messages[0].content.text
                 done = await session.complete(
