@@ -156,6 +156,7 @@ mod tests {
             title: None,
             output_schema: None,
             execution: None,
+            icons: Vec::new(),
         }
     }
 

@@ -69,6 +69,7 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
                 title: None,
                 output_schema: None,
                 execution: None,
+                icons: Vec::new(),
             })
             .collect(),
         rejected: Vec::new(),
