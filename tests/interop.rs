@@ -127,7 +127,9 @@ async fn python_sdk(host: &Host, events: &mut Events) {
             "mcp__py__add",
             "mcp__py__announce",
             "mcp__py__confirm_delete",
-            "mcp__py__echo"
+            "mcp__py__connect_account",
+            "mcp__py__echo",
+            "mcp__py__needs_connection"
         ]
     );
     python_resources_and_prompts(host).await;
