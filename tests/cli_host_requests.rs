@@ -487,7 +487,15 @@ fn connect_on_a_terminal(tag: &str, keys: &str) -> (Session, Option<String>) {
         report["failed"],
         session.screen
     );
-    (session, std::fs::read_to_string(dir.join("opened")).ok())
+    // The opener runs on its own: give it time to write down what it was given.
+    let opened = dir.join("opened");
+    for _ in 0..20 {
+        if opened.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (session, std::fs::read_to_string(opened).ok())
 }
 
 #[test]
@@ -495,12 +503,19 @@ fn on_a_terminal_a_url_is_shown_with_its_host_and_opened_only_when_chosen() {
     let (s, opened) = connect_on_a_terminal("url-open", ENTER);
     assert!(
         s.screen
-            .contains("mcpvisor: server `py` asks you to open a page:"),
+            .contains("mcpvisor: server `py` asks you to open a page. It says:"),
+        "{}",
+        s.screen
+    );
+    // The server's words are marked as theirs; the host is in the question.
+    assert!(
+        s.screen.contains("  │ Connect your account to continue"),
         "{}",
         s.screen
     );
     assert!(
-        s.screen.contains("Connect your account to continue"),
+        s.screen
+            .contains("Open this page on accounts.example.com for `py`?"),
         "{}",
         s.screen
     );

@@ -343,6 +343,15 @@ fn an_identity_provider_block_is_checked_when_the_entry_is_resolved() {
         shown.contains("`identity_assertion` grant alone"),
         "{shown}"
     );
+    let shown = problem(
+        json!({"identityProvider": {"issuer": "https://idp.example.com",
+        "clientSecret": "idp-secret-4", "idToken": "idt-4"}}),
+    );
+    assert!(
+        shown.contains("`clientSecret` without its `clientId`"),
+        "{shown}"
+    );
+    assert!(!shown.contains("idp-secret-4"), "{shown}");
     let shown = problem(json!({"grant": "identity_assertion"}));
     assert!(shown.contains("needs an `identityProvider`"), "{shown}");
     let shown = problem(

@@ -136,7 +136,12 @@ fn url_elicitation_and_its_completion_reach_the_client_asked() {
         "{out}"
     );
     assert_eq!(seen[0]["elicitationId"], "py-connect-1", "{out}");
-    assert_eq!(out["completed"], json!(["py-connect-1"]), "{out}");
+    // The completion of the one asked, then of the one the -32042 named.
+    assert_eq!(
+        out["completed"],
+        json!(["py-connect-1", "py-files-7"]),
+        "{out}"
+    );
     assert_eq!(out["needs"]["code"], -32042, "{out}");
     assert_eq!(
         out["needs"]["data"]["elicitations"][0]["elicitationId"], "py-files-7",

@@ -290,3 +290,48 @@ fn a_batch_is_answered_at_2025_03_26_and_refused_from_2025_06_18() {
     assert_eq!(pong["result"], json!({}), "the session goes on: {pong}");
     assert!(skipped.is_empty(), "nothing of the batch ran: {skipped:?}");
 }
+
+#[test]
+fn an_initialize_inside_a_batch_is_refused_whole() {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpvisor-serve-stdio-batched-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["serve", "--stdio"])
+        .current_dir(&dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]);
+    stdin.write_all(format!("{batch}\n").as_bytes()).unwrap();
+    drop(stdin);
+    let lines: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "one refusal, nothing of the batch ran: {lines:?}"
+    );
+    assert!(
+        lines[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`initialize` must be sent alone"),
+        "{lines:?}"
+    );
+    assert!(child.wait().unwrap().success());
+}

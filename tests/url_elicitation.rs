@@ -146,6 +146,7 @@ async fn unoffered_earlier_or_disguised_url_elicitations_never_reach_the_host() 
 #[tokio::test]
 async fn a_url_elicitation_required_answer_names_what_the_server_needs() {
     let (host, _) = python_host(true, json!({"action": "accept"}), Revision::V2025_11_25).await;
+    let mut events = Box::pin(host.events());
     let error = call(&host, "mcp__py__needs_connection", json!({}))
         .await
         .unwrap_err();
@@ -157,6 +158,15 @@ async fn a_url_elicitation_required_answer_names_what_the_server_needs() {
     assert_eq!(needed[0].elicitation_id, "py-files-7");
     assert_eq!(needed[0].host(), "files.example.com");
     assert_eq!(needed[0].message, "Authorize access to your files");
+    // The server says the step is done: the host hears it, as for one it was asked.
+    let done = wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ElicitationComplete { .. })
+    })
+    .await;
+    assert!(
+        matches!(&done, HostEvent::ElicitationComplete { elicitation_id, .. } if &**elicitation_id == "py-files-7"),
+        "{done:?}"
+    );
     // Any other failure has none.
     let other = call(&host, "mcp__py__no_such_tool", json!({}))
         .await

@@ -101,22 +101,30 @@ pub(crate) enum Admitted {
     Url(UrlElicitation),
 }
 
-/// What must hold of a request before the host sees it: for an elicitation,
-/// a form this client can show, or — where `url_mode` (the host offers it at
-/// a revision that has it) — a URL that passes [`UrlElicitation::parse`].
-pub(crate) fn admit(method: &str, params: &Value, url_mode: bool) -> Result<Admitted, ErrorObject> {
+/// What must hold of a request before the host sees it: it is one the
+/// server was offered (`declared`: as declared at the revision it speaks —
+/// an elicitation in its mode, sampling with tools only where tools were
+/// offered); for an elicitation, a form this client can show, or a URL that
+/// passes [`UrlElicitation::parse`].
+pub(crate) fn admit(
+    method: &str,
+    params: &Value,
+    declared: ClientCapabilities,
+) -> Result<Admitted, ErrorObject> {
+    let invalid = |message: String| error(error_codes::INVALID_PARAMS, message);
+    if !declared.offers_request(method, params) {
+        return Err(invalid(format!("{method} was not offered as asked")));
+    }
     if method != methods::ELICIT {
         return Ok(Admitted::Other);
     }
-    let invalid = |message: String| error(error_codes::INVALID_PARAMS, message);
     match params.get("mode").and_then(Value::as_str).unwrap_or("form") {
         "form" => {}
-        "url" if url_mode => {
+        "url" => {
             return UrlElicitation::parse(params)
                 .map(Admitted::Url)
                 .map_err(|e| invalid(format!("URL elicitation: {e}")));
         }
-        "url" => return Err(invalid("URL elicitation was not offered".into())),
         _ => return Err(invalid("unknown elicitation mode".into())),
     }
     let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
@@ -218,11 +226,44 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const FORMS: ClientCapabilities = ClientCapabilities {
+        sampling: false,
+        sampling_tools: false,
+        elicitation: true,
+        elicitation_url: false,
+        roots: false,
+    };
+    const ALL: ClientCapabilities = ClientCapabilities {
+        sampling: true,
+        sampling_tools: true,
+        elicitation: true,
+        elicitation_url: true,
+        roots: false,
+    };
+
+    #[test]
+    fn only_what_was_offered_as_asked_reaches_the_host() {
+        let url_only = ClientCapabilities {
+            elicitation_url: true,
+            ..Default::default()
+        };
+        let form = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {}}});
+        assert!(admit(methods::ELICIT, &form, url_only).is_err());
+        let with_tools = json!({"messages": [], "maxTokens": 5, "tools": []});
+        let plain = ClientCapabilities {
+            sampling: true,
+            ..Default::default()
+        };
+        assert!(admit(methods::CREATE_MESSAGE, &with_tools, plain).is_err());
+        assert!(admit(methods::CREATE_MESSAGE, &with_tools, ALL).is_ok());
+        assert!(admit(methods::CREATE_MESSAGE, &json!({}), plain).is_ok());
+    }
+
     #[test]
     fn an_accepted_elicitation_is_completed_and_checked() {
         let params = json!({"message": "?", "requestedSchema": {"type": "object",
             "properties": {"n": {"type": "integer", "default": 3}, "s": {"type": "string"}}}});
-        let form = admit(methods::ELICIT, &params, false).unwrap();
+        let form = admit(methods::ELICIT, &params, FORMS).unwrap();
         let done = finish(&form, json!({"action": "accept"})).unwrap();
         assert_eq!(done, json!({"action": "accept", "content": {"n": 3}}));
         let bad = finish(&form, json!({"action": "accept", "content": {"n": "x"}}));
@@ -240,14 +281,14 @@ mod tests {
     #[test]
     fn url_mode_unoffered_or_unsafe_and_unreadable_forms_are_refused_before_the_host_sees_them() {
         let url = json!({"mode": "url", "elicitationId": "e", "url": "https://x.example", "message": "?"});
-        assert!(admit(methods::ELICIT, &url, false).is_err());
-        let Admitted::Url(asked) = admit(methods::ELICIT, &url, true).unwrap() else {
+        assert!(admit(methods::ELICIT, &url, FORMS).is_err());
+        let Admitted::Url(asked) = admit(methods::ELICIT, &url, ALL).unwrap() else {
             panic!("a URL elicitation")
         };
         assert_eq!(asked.host(), "x.example");
         let disguised = json!({"mode": "url", "elicitationId": "e",
             "url": "https://bank.example@x.example", "message": "?"});
-        assert!(admit(methods::ELICIT, &disguised, true).is_err());
+        assert!(admit(methods::ELICIT, &disguised, ALL).is_err());
         // Only the action goes back, whatever else the host put in its answer.
         let back = finish(
             &Admitted::Url(asked),
@@ -257,13 +298,13 @@ mod tests {
         let nested =
             json!({"requestedSchema": {"type": "object", "properties": {"o": {"type": "object"}}}});
         assert!(
-            admit(methods::ELICIT, &nested, true)
+            admit(methods::ELICIT, &nested, ALL)
                 .unwrap_err()
                 .message
                 .contains("field `o`")
         );
         assert!(matches!(
-            admit(methods::CREATE_MESSAGE, &json!({}), true),
+            admit(methods::CREATE_MESSAGE, &json!({}), ALL),
             Ok(Admitted::Other)
         ));
     }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use mcpvisor_protocol::calls::{Answered, CallTable, StartRefused};
 use mcpvisor_protocol::jsonrpc::{ErrorResponse, Request, Response};
 use mcpvisor_protocol::messages::call_tool_line;
+use mcpvisor_protocol::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::{CallToolResult, Message, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
@@ -95,6 +96,9 @@ pub(crate) struct CallLane {
     write_failed: AtomicBool,
     /// Progress of tasks, by the token of the call that started each.
     watched: Mutex<std::collections::HashMap<i64, ProgressCallback>>,
+    /// URL elicitations the host was asked about or told of (a `-32042`), for
+    /// their completion notices.
+    asked_urls: Mutex<crate::host_requests::AskedUrls>,
 }
 
 impl std::fmt::Debug for CallLane {
@@ -125,6 +129,7 @@ impl CallLane {
             deadlines: Mutex::new(None),
             write_failed: AtomicBool::new(false),
             watched: Mutex::new(std::collections::HashMap::new()),
+            asked_urls: Mutex::default(),
         }
     }
 
@@ -390,13 +395,33 @@ impl CallLane {
             (Reply::Raw(tx), Message::Response(r)) => {
                 let _ = tx.send(Ok(r.result));
             }
-            (reply, Message::Error(e)) => reply.fail(CallError::Rpc {
-                server,
-                error: e.error,
-            }),
+            (reply, Message::Error(e)) => {
+                // A `-32042` names elicitations whose completion the host may wait for.
+                if let Some(Ok(needed)) = UrlElicitation::required(&e.error) {
+                    let mut asked = self.asked_urls.lock();
+                    for n in needed {
+                        asked.remember(n.elicitation_id);
+                    }
+                }
+                reply.fail(CallError::Rpc {
+                    server,
+                    error: e.error,
+                })
+            }
             _ => {}
         }
         None
+    }
+
+    /// Remembers a URL elicitation the host is asked about.
+    pub(crate) fn expect_completion(&self, elicitation_id: String) {
+        self.asked_urls.lock().remember(elicitation_id);
+    }
+
+    /// True (once) when the server's completion notice names an elicitation
+    /// the host was asked about or told of.
+    pub(crate) fn completed(&self, elicitation_id: &str) -> bool {
+        self.asked_urls.lock().complete(elicitation_id)
     }
 
     /// Fails call `id` alone (an HTTP status for its POST, an oversize answer).

@@ -230,14 +230,17 @@ async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
 /// the printed URL themselves.
 pub fn open_browser(url: &str) -> bool {
     for opener in ["xdg-open", "open"] {
-        if std::process::Command::new(opener)
+        let started = std::process::Command::new(opener)
             .arg(url)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
-            .spawn()
-            .is_ok()
-        {
+            .spawn();
+        if let Ok(mut child) = started {
+            // Reaped when it exits, so a long-running host keeps no zombies.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
             return true;
         }
     }

@@ -1,11 +1,13 @@
 //! Icons of tools, resources, templates and prompts (2025-11-25). mcpvisor
 //! draws none, but hands them on (through `mcpvisor serve`) to clients that
-//! will: only icons that cannot run or fetch anything unexpected pass, and
-//! only so many, of bounded size. An icon that fails a rule is left out; the
-//! item keeps the rest.
+//! will: only so many, of bounded size, fetched over `https` or inline as a
+//! raster image (an inline SVG can carry script, so it is not kept; an
+//! `https` one is the client's to render with care, as the spec asks). An
+//! icon that fails a rule is left out; the item keeps the rest.
 //!
-//! Kept: `src` an `https:` URL or a `data:image/…` URI; `mimeType`, if any, an
-//! `image/` type; `sizes` short strings; `theme` `light` or `dark`.
+//! Kept: `src` an `https:` URL or a `data:image/…` URI other than SVG;
+//! `mimeType`, if any, an `image/` type; `sizes` short strings; `theme`
+//! `light` or `dark`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -39,7 +41,12 @@ impl Icon {
     pub fn read(entry: &Value) -> Option<Icon> {
         let src = entry.get("src")?.as_str()?;
         let safe = if let Some(data) = src.strip_prefix("data:") {
-            src.len() <= MAX_DATA && data.starts_with("image/")
+            let kind = data
+                .get(..data.find([';', ',']).unwrap_or(data.len()))
+                .unwrap_or("");
+            src.len() <= MAX_DATA
+                && kind.starts_with("image/")
+                && !kind.eq_ignore_ascii_case("image/svg+xml")
         } else {
             src.len() <= MAX_URL
                 && src
@@ -119,7 +126,9 @@ mod tests {
     fn only_https_and_inline_images_pass_and_only_so_many() {
         let icons = json!([
             {"src": "https://example.com/a.png", "mimeType": "image/png", "sizes": ["48x48"], "theme": "dark"},
-            {"src": "data:image/svg+xml;base64,PHN2Zz4=", "theme": "sepia"},
+            {"src": "data:image/png;base64,iVBORw0KGgo=", "theme": "sepia"},
+            {"src": "data:image/svg+xml;base64,PHN2Zz4="},
+            {"src": "data:IMAGE/SVG+XML,<svg onload=x>"},
             {"src": "http://example.com/a.png"},
             {"src": "javascript:alert(1)"},
             {"src": "file:///etc/passwd"},

@@ -31,7 +31,9 @@ pub const MAX_REQUIRED: usize = 16;
 pub struct UrlElicitation {
     /// The server's id for it (the completion notification names it).
     pub elicitation_id: String,
-    /// The URL to open, as sent.
+    /// The URL to open, as parsed and written out again: no tabs or line
+    /// breaks the parser dropped, non-ASCII hosts in punycode, and
+    /// characters that could disguise it percent-encoded. Show and open this.
     pub url: String,
     /// Why, in the server's words.
     pub message: String,
@@ -112,7 +114,7 @@ impl UrlElicitation {
         }
         Ok(UrlElicitation {
             elicitation_id,
-            url,
+            url: parsed.to_string(),
             message,
             host,
         })
@@ -173,6 +175,13 @@ mod tests {
     fn https_urls_are_taken_with_their_host() {
         let e = asked("https://accounts.example.com/connect?state=1").unwrap();
         assert_eq!(e.host(), "accounts.example.com");
+        assert_eq!(e.url, "https://accounts.example.com/connect?state=1");
+        // Shown and opened as parsed: what the parser dropped or would encode is gone.
+        let e = asked("https://exa\tmple.com/a b\u{202e}c").unwrap();
+        assert_eq!(e.host(), "example.com");
+        assert_eq!(e.url, "https://example.com/a%20b%E2%80%AEc");
+        let e = asked("https://bücher.example/").unwrap();
+        assert_eq!(e.host(), "xn--bcher-kva.example");
         assert_eq!(e.elicitation_id, "e1");
         assert!(asked("http://127.0.0.1:8080/x").is_ok());
         assert!(asked("http://localhost/x").is_ok());

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::frame::{FrameDecoder, FrameError};
 use mcpvisor_protocol::jsonrpc::{Incoming, Message, MessageError, error_codes};
+use mcpvisor_protocol::messages::methods;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -74,18 +75,31 @@ async fn receive(session: &Arc<Session>, frame: &[u8], tx: &Outbound) {
     // client that does not read its answers stops being read.
     let items = match Message::parse(frame) {
         Ok(Incoming::Single(message)) => vec![Ok(message)],
-        Ok(Incoming::Batch(_)) if !session.revision().rules().batches => {
+        Ok(Incoming::Batch(items)) => {
             let revision = session.revision();
-            let refusal = error_message(
-                None,
-                error_codes::INVALID_REQUEST,
-                format!("protocol {revision} has no JSON-RPC batches; send one message per line"),
-            );
-            let _ = tx.send(refusal).await;
-            return;
+            // `initialize` goes alone: the revision a batch would need is not known yet.
+            let refused = if items
+                .iter()
+                .any(|i| matches!(i, Ok(Message::Request(r)) if r.method == methods::INITIALIZE))
+            {
+                Some("`initialize` must be sent alone, not in a batch".to_string())
+            } else if !revision.rules().batches {
+                Some(format!(
+                    "protocol {revision} has no JSON-RPC batches; send one message per line"
+                ))
+            } else {
+                None
+            };
+            match refused {
+                Some(why) => {
+                    let refusal = error_message(None, error_codes::INVALID_REQUEST, why);
+                    let _ = tx.send(refusal).await;
+                    return;
+                }
+                // Each member is answered on its own line (a batch is rare on stdio).
+                None => items,
+            }
         }
-        // Each member is answered on its own line (a batch is rare on stdio).
-        Ok(Incoming::Batch(items)) => items,
         Err(e) => vec![Err(e)],
     };
     for item in items {

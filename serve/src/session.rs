@@ -293,6 +293,37 @@ impl Session {
         self.state.lock().client.offers_request(method, params)
     }
 
+    /// A server's `-32042`: handed on only to a client that takes URL
+    /// elicitation, rebuilt from the elicitations that pass the checks, each
+    /// expected to complete in this session. Another client gets a tool error
+    /// that says what is missing, without the URLs.
+    fn url_elicitation_required(&self, server: &Arc<str>, error: ErrorObject) -> Outcome {
+        let takes = self.state.lock().client.elicitation_url;
+        match url_elicitation::UrlElicitation::required(&error) {
+            Some(Ok(needed)) if takes => {
+                let listed: Vec<Value> = needed
+                    .iter()
+                    .map(|n| {
+                        self.expect_completion(server, &n.elicitation_id);
+                        json!({"mode": "url", "elicitationId": n.elicitation_id,
+                            "url": n.url, "message": n.message})
+                    })
+                    .collect();
+                Err(ErrorObject {
+                    code: url_elicitation::URL_ELICITATION_REQUIRED,
+                    message: error.message,
+                    data: Some(json!({ "elicitations": listed })),
+                })
+            }
+            Some(Ok(_)) => Ok(outcome::tool_error(format!(
+                "server `{server}` needs the person to complete a step in a browser first, and this client does not take URL elicitation"
+            ))),
+            _ => Ok(outcome::tool_error(format!(
+                "server `{server}` asked for a browser step that cannot be shown safely"
+            ))),
+        }
+    }
+
     /// A URL elicitation of `server` goes to this client: its completion will too.
     pub(crate) fn expect_completion(&self, server: &Arc<str>, elicitation_id: &str) {
         let mut state = self.state.lock();
@@ -557,6 +588,11 @@ impl Session {
             result = &mut pending => match result {
                 Ok(result) => Ok(convert::tool_result_for(self.revision(), result.to_value())),
                 Err(CallError::UnknownTool(_)) => outcome::unrouted(host, name, Some(route)),
+                Err(CallError::Rpc { server, error })
+                    if error.code == url_elicitation::URL_ELICITATION_REQUIRED =>
+                {
+                    self.url_elicitation_required(&server, error)
+                }
                 Err(e) => outcome::failed(e),
             },
             () = given_up => {

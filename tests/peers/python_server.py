@@ -111,8 +111,16 @@ async def connect_account(url: str, ctx: Context) -> str:
 
 
 @server.tool()
-def needs_connection() -> str:
-    """Refuse until the person has been to a page (-32042, URL elicitation required)."""
+async def needs_connection(ctx: Context) -> str:
+    """Refuse until the person has been to a page (-32042, URL elicitation required);
+    say a little later that they have been."""
+    session = ctx.session
+
+    async def later() -> None:
+        await anyio.sleep(0.3)
+        await session.send_elicit_complete("py-files-7")
+
+    _background.append(asyncio.get_running_loop().create_task(later()))
     raise UrlElicitationRequiredError(
         [
             ElicitRequestURLParams(

@@ -75,8 +75,6 @@ pub(crate) struct Connection {
     failure: FailureCell,
     /// Server requests the host is answering now.
     host_requests: usize,
-    /// URL elicitations the host was asked about, for their completion notices.
-    asked_urls: crate::host_requests::AskedUrls,
     /// What the server declared besides tools, once initialized.
     offers: Offers,
     /// Its resource and prompt lists, kept for hosts between requests.
@@ -129,7 +127,6 @@ impl Connection {
             startup_timer: None,
             malformed: MalformedCount::default(),
             host_requests: 0,
-            asked_urls: Default::default(),
             offers: Offers::default(),
             lists: Arc::default(),
         }
@@ -382,7 +379,7 @@ impl Connection {
                 });
             }
             SessionEvent::ElicitationComplete(id) => {
-                if self.asked_urls.complete(&id) {
+                if self.lane.completed(&id) {
                     self.ctx.bus.emit(HostEvent::ElicitationComplete {
                         server: self.name.clone(),
                         elicitation_id: Arc::from(id),

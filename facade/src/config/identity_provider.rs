@@ -90,6 +90,9 @@ impl IdentityProviderEntry {
         if self.issuer.is_none() && self.token_endpoint.is_none() {
             return Err(problem("needs `issuer` or `tokenEndpoint`"));
         }
+        if self.client_secret.is_some() && self.client_id.is_none() {
+            return Err(problem("has a `clientSecret` without its `clientId`"));
+        }
         let expanded = |field: &str, value: &Option<SecretString>| match value {
             Some(v) => expand(v.expose(), lookup)
                 .map(|v| Some(SecretString::new(v)))

@@ -27,6 +27,7 @@ async def main() -> None:
     seen: list = []
     completed: list = []
     done = anyio.Event()
+    events = [done]
 
     async def elicitation(context, params):
         seen.append(params.model_dump(by_alias=True, exclude_none=True, mode="json"))
@@ -36,7 +37,7 @@ async def main() -> None:
         root = getattr(message, "root", message)
         if isinstance(root, types.ElicitCompleteNotification):
             completed.append(root.params.elicitation_id)
-            done.set()
+            events[-1].set()
 
     out: dict = {"seen": seen, "completed": completed}
     server = StdioServerParameters(command=command, args=args)
@@ -52,11 +53,15 @@ async def main() -> None:
                     await done.wait()
                     # Give a stray notice time to arrive, if one were forwarded.
                     await anyio.sleep(0.3)
+                done = anyio.Event()
+                events.append(done)
                 try:
                     await session.call_tool("mcp__py__needs_connection", {})
                     out["needs"] = "no error"
                 except MCPError as e:
                     out["needs"] = {"code": e.error.code, "data": e.error.data}
+                with anyio.move_on_after(5):
+                    await done.wait()
     print(json.dumps(out))
 
 

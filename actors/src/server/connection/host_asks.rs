@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use mcpvisor_protocol::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
-use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::messages::{ClientCapabilities, methods};
 use mcpvisor_protocol::{Message, RequestId};
 use ractor::ActorRef;
 use serde_json::Value;
@@ -55,12 +55,16 @@ impl Connection {
                 ))
             }
             Some(handler) => {
-                let url_mode = handler.0.capabilities().elicitation_url
-                    && self
-                        .session
-                        .revision()
-                        .is_some_and(|r| r.rules().url_elicitation);
-                host_requests::admit(&method, &params, url_mode)
+                // What this server was told, at the revision it speaks: no more.
+                let revision = self
+                    .session
+                    .revision()
+                    .unwrap_or(mcpvisor_protocol::revision::Revision::V2025_03_26);
+                let declared = ClientCapabilities::declared_by(
+                    Some(&handler.0.capabilities().to_value_at(revision)),
+                    revision,
+                );
+                host_requests::admit(&method, &params, declared)
                     .map(|admitted| (handler.clone(), admitted))
             }
         };
@@ -71,8 +75,11 @@ impl Connection {
                 return;
             }
         };
+        let mut params = params;
         if let host_requests::Admitted::Url(asked) = &form {
-            self.asked_urls.remember(asked.elicitation_id.clone());
+            self.lane.expect_completion(asked.elicitation_id.clone());
+            // The host sees the URL as checked, not as sent.
+            params["url"] = Value::String(asked.url.clone());
         }
         self.host_requests += 1;
         let request = HostRequest {

@@ -33,14 +33,17 @@ pub(super) async fn open(request: HostRequest) -> Result<Value, ErrorObject> {
 }
 
 fn choose(server: &str, asked: &UrlElicitation) -> Value {
-    eprintln!("\nmcpvisor: server `{server}` asks you to open a page:");
+    eprintln!("\nmcpvisor: server `{server}` asks you to open a page. It says:");
+    // The server's words, each line marked as theirs: they cannot pass for
+    // the host and URL lines below.
     for line in clean(&asked.message).lines() {
-        eprintln!("  {line}");
+        eprintln!("  │ {line}");
     }
-    eprintln!("  host: {}", clean_line(asked.host()));
+    let host = clean_line(asked.host());
+    eprintln!("  host: {host}");
     eprintln!("  URL:  {}", clean_line(&asked.url));
     let choices = vec!["Open it", "Decline"];
-    let question = format!("Open this page for `{server}`?");
+    let question = format!("Open this page on {host} for `{server}`?");
     match inquire::Select::new(&question, choices)
         .without_filtering()
         .with_help_message("Only if you trust the host above; Esc cancels")
