@@ -63,11 +63,22 @@ fn bad_arguments_and_unknown_tools_are_clear_errors() {
     let out = mcpvisor(&dir, &["call", "mcp__demo__echo", "{not json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
-    let out = mcpvisor(&dir, &["call", "mcp__demo__nope", "{}"]);
-    assert_eq!(out.status.code(), Some(1));
+    // An unknown tool is a usage error: the nearest names, not the whole list.
+    let out = mcpvisor(&dir, &["call", "mcp__demo__ech", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // (The helper sets RUST_LOG, so diagnostics come first; the error is the last line.)
+    assert_eq!(
+        stderr.trim().lines().last(),
+        Some("mcpvisor: no tool `mcp__demo__ech`; did you mean `mcp__demo__echo`?")
+    );
+    let out = mcpvisor(&dir, &["call", "mcp__demo__zzzzzz", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no tool is routed as `mcp__demo__nope`"),
+        stderr.contains(
+            "no tool `mcp__demo__zzzzzz`; `demo` has 12 tools (`mcpvisor tools demo` lists them)"
+        ),
         "{stderr}"
     );
     let out = mcpvisor(&dir, &["call", "mcp__demo__fail", "{}"]);

@@ -355,17 +355,17 @@ fn an_attached_watch_sees_a_crash_and_the_restart_done_by_serve() {
         "the crash result names demo: {said}"
     );
 
-    let down = watch
-        .stdout
-        .wait_for(Duration::from_secs(10), |l| l.starts_with("demo: down ("));
+    let down = watch.stdout.wait_for(Duration::from_secs(10), |l| {
+        event_text(l).starts_with("demo: down (")
+    });
     assert!(
         down.is_some(),
         "watch printed no restarting line\n{}",
         watch.output()
     );
-    let ready = watch
-        .stdout
-        .wait_for(Duration::from_secs(20), |l| l.starts_with("demo: ready"));
+    let ready = watch.stdout.wait_for(Duration::from_secs(20), |l| {
+        event_text(l).starts_with("demo: ready")
+    });
     let Some(ready) = ready else {
         panic!("watch printed no ready line\n{}", watch.output());
     };
@@ -394,6 +394,16 @@ fn an_attached_watch_sees_a_crash_and_the_restart_done_by_serve() {
 }
 
 /// The live status of `demo` in `mcpvisor --json servers` (attached).
+/// A `watch` line without the local time it starts with (`HH:MM:SS.mmm `).
+fn event_text(line: &str) -> &str {
+    let (time, rest) = line.split_once(' ').unwrap_or(("", line));
+    assert!(
+        time.len() == 12 && time.as_bytes()[2] == b':' && time.as_bytes()[8] == b'.',
+        "a watch line starts with the local time: {line}"
+    );
+    rest
+}
+
 fn live_demo(dir: &Path) -> Value {
     let out = run_ok(dir, &["--json", "servers"]);
     let all: Value = serde_json::from_str(out.trim())

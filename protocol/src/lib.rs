@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answer_probe;
+pub mod arguments_check;
 pub mod calls;
 pub mod client_offers;
 pub mod completion;

@@ -25,6 +25,9 @@ pub struct ToolDefinition {
     pub output_schema: Option<Value>,
     /// Its icons (from 2025-11-25), as checked.
     pub icons: Vec<crate::icons::Icon>,
+    /// Behaviour hints (`readOnlyHint`, `destructiveHint`…), as the server sent
+    /// them: hints from a server, not guarantees.
+    pub annotations: Option<Value>,
 }
 
 /// How a schema was changed to fit the object-root shape (for reports, never fatal).
@@ -51,6 +54,7 @@ impl ToolDefinition {
                 input_schema,
                 title: tool.title.clone(),
                 icons: tool.icons.clone(),
+                annotations: tool.annotations.clone(),
                 output_schema: tool.output_schema.clone(),
             },
             note,

@@ -83,6 +83,9 @@ fn tool_json(t: &ToolDefinition, naming: Naming, revision: Revision) -> Value {
     if !t.description.is_empty() {
         tool["description"] = Value::String(t.description.clone());
     }
+    if let Some(annotations) = &t.annotations {
+        tool["annotations"] = annotations.clone();
+    }
     if full {
         if let Some(title) = &t.title {
             tool["title"] = Value::String(title.clone());

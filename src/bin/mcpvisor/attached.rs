@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Failure;
 use crate::output;
+use crate::progress::Progress;
 use crate::stop::StopSignals;
 
 fn failed(e: ClientError) -> Failure {
@@ -18,7 +19,8 @@ fn failed(e: ClientError) -> Failure {
 }
 
 /// Every routed tool, page by page.
-async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> {
+/// Every tool the running `serve` lists, page by page.
+pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -44,6 +46,7 @@ async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> 
                 title: tool["title"].as_str().map(str::to_string),
                 output_schema: tool.get("outputSchema").cloned(),
                 icons: mcpvisor::protocol::icons::Icon::read_all(&tool["icons"]),
+                annotations: tool.get("annotations").cloned(),
             });
         }
         match page["nextCursor"].as_str() {
@@ -51,11 +54,6 @@ async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> 
             _ => return Ok(tools),
         }
     }
-}
-
-pub(crate) async fn tools(client: &mut Client, json: bool) -> Result<ExitCode, Failure> {
-    output::print_tools(&all_tools(client).await?, json);
-    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) async fn call(
@@ -71,19 +69,17 @@ pub(crate) async fn call(
     if let Some(ms) = timeout_ms {
         params["_meta"][extension::TIMEOUT_MS] = json!(ms);
     }
+    let started = std::time::Instant::now();
+    let progress = Progress::new(json);
     let on_progress = |n: &mcpvisor::protocol::jsonrpc::Notification| {
-        if json || n.method != methods::PROGRESS {
+        if n.method != methods::PROGRESS {
             return;
         }
         let p = n.params.clone().unwrap_or_default();
-        let total = p["total"]
-            .as_f64()
-            .map(|t| format!("/{t}"))
-            .unwrap_or_default();
-        eprintln!(
-            "progress {}{total} {}",
+        progress.update(
             p["progress"].as_f64().unwrap_or_default(),
-            output::clean_line(p["message"].as_str().unwrap_or(""))
+            p["total"].as_f64(),
+            p["message"].as_str(),
         );
     };
     let mut code = None;
@@ -92,6 +88,7 @@ pub(crate) async fn call(
             code = Some(stop.recv().await);
         })
         .await;
+    progress.finish();
     let value = match answer {
         Ok(value) => value,
         Err(ClientError::Cancelled) => {
@@ -99,13 +96,14 @@ pub(crate) async fn call(
             return Ok(ExitCode::from(code.unwrap_or(130)));
         }
         Err(ClientError::Rpc(e)) => {
-            eprintln!("mcpvisor: {}", output::clean(&e.message));
+            output::error(&e.message, json);
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => return Err(failed(e)),
     };
     let result = CallToolResult::parse(value)
         .map_err(|e| Failure(format!("serve sent an invalid tool result: {e}"), 1))?;
+    output::took(started);
     if json {
         println!("{}", result.to_value());
     } else {
@@ -116,6 +114,20 @@ pub(crate) async fn call(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether the server a qualified `name` names is ready in the running
+/// `serve` (false for one it runs that is down; true for one it does not run,
+/// whose tools are simply not there).
+pub(crate) async fn server_ready(client: &mut Client, name: &str) -> Result<bool, Failure> {
+    let Ok(qualified) = QualifiedMcpToolName::parse(name) else {
+        return Ok(true);
+    };
+    let live = live_servers(client).await?;
+    Ok(live
+        .iter()
+        .find(|s| s["name"].as_str() == Some(qualified.server()))
+        .is_none_or(|s| s["state"] == "ready"))
 }
 
 /// Every server's live status in the running `serve` (see `mcpvisor_serve::wire::status_json`).
@@ -175,9 +187,9 @@ pub(crate) async fn watch(
         if json {
             println!("{}", params["event"]);
         } else {
-            println!(
+            anstream::println!(
                 "{}",
-                output::clean_line(params["text"].as_str().unwrap_or(""))
+                output::stamped(&output::clean_line(params["text"].as_str().unwrap_or("")))
             );
         }
     }

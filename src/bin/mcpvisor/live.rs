@@ -6,52 +6,83 @@ use std::time::Duration;
 use crate::output;
 use crate::stop::StopSignals;
 use futures::StreamExt;
-use mcpvisor::{CallError, CallOptions, Host};
+use mcpvisor::{CallError, CallOptions, Host, QualifiedMcpToolName, ToolDefinition};
 use serde_json::Value;
 
-pub(crate) fn tools(host: &Host, json: bool) -> ExitCode {
-    output::print_tools(&host.tools(), json);
+use crate::progress::Progress;
+use crate::{Failure, suggest};
+
+/// Prints `tools` (those of `servers` when some are named).
+pub(crate) fn print_tools(tools: &[ToolDefinition], servers: &[String], json: bool) -> ExitCode {
+    let shown: Vec<ToolDefinition> = tools
+        .iter()
+        .filter(|t| servers.is_empty() || servers.iter().any(|s| s == t.name.server()))
+        .cloned()
+        .collect();
+    output::print_tools(&shown, json);
     ExitCode::SUCCESS
 }
 
-/// A call's arguments from the command line: a JSON object, else a message and exit code.
-pub(crate) fn parse_arguments(arguments: &str) -> Result<Value, (String, u8)> {
-    match serde_json::from_str(arguments) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(("arguments must be a JSON object".into(), 2)),
-        Err(e) => Err((format!("arguments are not valid JSON: {e}"), 2)),
+/// The tool `name` among `tools`; else a usage error naming the closest names.
+pub(crate) fn find<'a>(
+    tools: &'a [ToolDefinition],
+    name: &str,
+) -> Result<&'a ToolDefinition, Failure> {
+    if let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) {
+        return Ok(tool);
     }
+    let server = QualifiedMcpToolName::parse(name)
+        .map(|q| q.server().to_string())
+        .unwrap_or_default();
+    let theirs: Vec<&ToolDefinition> = tools.iter().filter(|t| t.name.server() == server).collect();
+    // Within the server named, its tools' own names are compared (the shared
+    // prefix would make every name look close); else the full names.
+    let close: Vec<&str> = match QualifiedMcpToolName::parse(name) {
+        Ok(q) if !theirs.is_empty() => {
+            let own: Vec<&str> = theirs.iter().map(|t| t.name.tool()).collect();
+            suggest::closest(q.tool(), &own, 3)
+                .into_iter()
+                .filter_map(|t| theirs.iter().find(|d| d.name.tool() == t))
+                .map(|d| d.name.as_str())
+                .collect()
+        }
+        _ => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            suggest::closest(name, &names, 3)
+        }
+    };
+    let theirs = theirs.len();
+    let hint = match (close.as_slice(), theirs) {
+        ([one], _) => format!("; did you mean `{one}`?"),
+        ([], 0) => String::new(),
+        ([], n) => format!(
+            "; `{server}` has {} (`mcpvisor tools {server}` lists them)",
+            output::count(n, "tool")
+        ),
+        (many, _) => format!("; did you mean one of: {}?", many.join(", ")),
+    };
+    Err(Failure(
+        format!("no tool `{}`{hint}", output::clean_line(name)),
+        2,
+    ))
 }
 
 pub(crate) async fn call(
     host: &Host,
     name: &str,
-    arguments: &str,
+    arguments: Value,
     timeout_ms: Option<u64>,
     json: bool,
     stop: &mut StopSignals,
 ) -> ExitCode {
-    let arguments = match parse_arguments(arguments) {
-        Ok(v) => v,
-        Err((message, code)) => {
-            eprintln!("mcpvisor: {message}");
-            return ExitCode::from(code);
-        }
-    };
     let mut options = CallOptions::default();
     if let Some(ms) = timeout_ms {
         options = options.timeout(Duration::from_millis(ms));
     }
-    if !json {
-        options = options.on_progress(|p| {
-            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            eprintln!(
-                "progress {}{total} {}",
-                p.progress,
-                output::clean_line(p.message.as_deref().unwrap_or(""))
-            );
-        });
-    }
+    let progress = std::sync::Arc::new(Progress::new(json));
+    let shown = progress.clone();
+    options = options.on_progress(move |p| shown.update(p.progress, p.total, p.message.as_deref()));
+    let started = std::time::Instant::now();
     let pending = host.call(name, arguments, options);
     let canceller = pending.canceller();
     let mut pending = std::pin::pin!(pending);
@@ -60,14 +91,17 @@ pub(crate) async fn call(
         code = stop.recv() => {
             canceller.cancel();
             let _ = pending.await;
+            progress.finish();
             eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
             return ExitCode::from(code);
         }
     };
     // A form still on the terminal belongs to a call that is over.
     crate::answers::release_terminal();
+    progress.finish();
     match result {
         Ok(r) => {
+            output::took(started);
             if json {
                 println!("{}", r.to_value());
             } else {
@@ -80,16 +114,12 @@ pub(crate) async fn call(
             }
         }
         Err(e) => {
-            if let CallError::UnknownTool(_) = e {
-                let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
-                eprintln!(
-                    "mcpvisor: {}; routed tools: {}",
-                    output::clean(&e.to_string()),
-                    names.join(", ")
-                );
-            } else {
-                eprintln!("mcpvisor: {}", output::clean(&e.to_string()));
-            }
+            let message = match &e {
+                // The tool went away between the listing and the call (its server restarted).
+                CallError::UnknownTool(_) => format!("{e}; its server may have restarted"),
+                _ => e.to_string(),
+            };
+            output::error(&message, json);
             ExitCode::FAILURE
         }
     }
@@ -101,7 +131,7 @@ pub(crate) async fn watch(host: &Host, json: bool, stop: &mut StopSignals) -> Ex
         tokio::select! {
             event = events.next() => match event {
                 Some(e) if json => println!("{}", output::event_json(&e)),
-                Some(e) => println!("{}", output::event_line(&e)),
+                Some(e) => anstream::println!("{}", output::event_line(&e)),
                 None => return ExitCode::SUCCESS,
             },
             // Ctrl-C is how a watch ends; another signal is reported.

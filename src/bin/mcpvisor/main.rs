@@ -5,15 +5,20 @@
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
 mod answers;
+mod arguments;
 mod attached;
+mod describe;
+mod invocation;
 mod live;
 mod offered;
 mod offline;
+mod oneshot;
 mod output;
+mod progress;
 mod serve;
 mod stop;
+mod suggest;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,7 +27,7 @@ use clap::{Args, Parser, Subcommand};
 use mcpvisor::config::{FILE_NAME, process_env};
 use mcpvisor::project::Project;
 use mcpvisor::settings::{Overrides, Settings};
-use mcpvisor::{Host, ServerSpec, ServerState};
+use mcpvisor::{QualifiedMcpToolName, ServerSpec};
 use mcpvisor_demo::DemoServerOptions;
 
 #[derive(Parser)]
@@ -42,6 +47,9 @@ struct Cli {
     /// for the configuration is running.
     #[arg(long, global = true)]
     no_attach: bool,
+    /// Diagnostics on stderr: -v what the servers do, -vv everything (or set RUST_LOG).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(flatten)]
     settings: SettingFlags,
     #[command(subcommand)]
@@ -104,15 +112,27 @@ impl SettingFlags {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the routed tools of every running server.
-    Tools,
-    /// Call a tool by qualified name: mcpvisor call mcp__demo__echo '{"text":"hi"}'.
+    /// List the tools of every enabled server, or of the servers named (only those start).
+    Tools {
+        /// Only these servers.
+        servers: Vec<String>,
+    },
+    /// Show one tool: title, description, parameters, hints, output schema.
+    Describe {
+        /// The qualified name, mcp__<server>__<tool>.
+        name: String,
+    },
+    /// Call a tool: mcpvisor call mcp__demo__echo text=hi (only its server starts).
     Call {
         /// The qualified name, mcp__<server>__<tool>.
         name: String,
-        /// The arguments as a JSON object.
-        #[arg(default_value = "{}")]
-        arguments: String,
+        /// The arguments: `key=value` pairs typed by the tool's schema (`key:=<json>`
+        /// for a JSON value), or one JSON object, `-` (JSON on stdin) or `@file.json`.
+        #[arg(value_name = "ARGUMENTS")]
+        arguments: Vec<String>,
+        /// One more `key=value` argument (repeatable).
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
         /// Call timeout in milliseconds (default: the server's request timeout).
         #[arg(long)]
         timeout_ms: Option<u64>,
@@ -192,15 +212,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Diagnostics go to stderr: stdout carries results (and the protocol, for demo-server).
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    diagnostics(&cli);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Serve(args) = &cli.command {
         builder.worker_threads(args.worker_threads());
@@ -219,14 +231,36 @@ fn main() -> ExitCode {
     code
 }
 
+/// Where diagnostics go: stderr (stdout carries results, and the protocol for
+/// `demo-server` and `serve --stdio`). A command speaks for itself in plain
+/// lines; tracing's lines (times, module paths) appear only when asked for
+/// with `-v` or `RUST_LOG`, except in `serve`, which runs unattended and logs
+/// warnings as it always did.
+fn diagnostics(cli: &Cli) {
+    let unattended = matches!(cli.command, Command::Serve(_));
+    let filter = match (std::env::var("RUST_LOG"), cli.verbose) {
+        (Ok(spec), _) => tracing_subscriber::EnvFilter::new(spec),
+        (Err(_), 0) if unattended => tracing_subscriber::EnvFilter::new("warn"),
+        (Err(_), 0) => tracing_subscriber::EnvFilter::new("off"),
+        (Err(_), 1) => tracing_subscriber::EnvFilter::new("info"),
+        (Err(_), _) => tracing_subscriber::EnvFilter::new("debug"),
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(output::colour_on_stderr())
+        .with_env_filter(filter)
+        .init();
+}
+
 /// A failure to report and the exit code it warrants.
 struct Failure(String, u8);
 
 async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
     match dispatch(cli).await {
         Ok(code) => code,
         Err(Failure(message, code)) => {
-            eprintln!("mcpvisor: {}", output::clean(&message));
+            output::error(&message, json);
             ExitCode::from(code)
         }
     }
@@ -241,6 +275,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     let settings =
         Settings::load(&cli.settings.overrides()).map_err(|e| Failure(e.to_string(), 2))?;
+    let invocation = invocation::Invocation {
+        config: cli.config.clone(),
+    };
     let config_path = cli.config.clone().or_else(|| {
         let default = PathBuf::from(FILE_NAME);
         default.exists().then_some(default)
@@ -286,6 +323,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Prompt { arguments, .. } => offered::prompt_arguments(arguments)?,
         _ => Default::default(),
     };
+    let call_arguments = match &command {
+        Command::Call {
+            arguments, args, ..
+        } => arguments::Given::read(arguments, args).map_err(|m| Failure(m, 2))?,
+        _ => Default::default(),
+    };
+    let needed = needed_by(&command)?;
     let attached = if cli.no_attach {
         None
     } else {
@@ -298,14 +342,29 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     if let Some(mut client) = attached {
         return match command {
-            Command::Tools => attached::tools(&mut client, cli.json).await,
+            Command::Tools { servers } => {
+                let tools = attached::all_tools(&mut client).await?;
+                Ok(live::print_tools(&tools, &servers, cli.json))
+            }
+            Command::Describe { name } => {
+                let tools = attached::all_tools(&mut client).await?;
+                describe::describe(live::find(&tools, &name)?, cli.json)
+            }
             Command::Call {
-                name,
-                arguments,
-                timeout_ms,
+                name, timeout_ms, ..
             } => {
-                let arguments =
-                    live::parse_arguments(&arguments).map_err(|(m, c)| Failure(m, c))?;
+                let tools = attached::all_tools(&mut client).await?;
+                let schema = match live::find(&tools, &name) {
+                    Ok(tool) => tool.input_schema.clone(),
+                    // Its server is down in the running serve, which says
+                    // what to do when the call reaches it.
+                    Err(e) if !attached::server_ready(&mut client, &name).await? => {
+                        drop(e);
+                        serde_json::json!({})
+                    }
+                    Err(e) => return Err(e),
+                };
+                let arguments = call_arguments.build(&schema).map_err(|m| Failure(m, 2))?;
                 attached::call(
                     &mut client,
                     &name,
@@ -358,57 +417,99 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         _ => {}
     }
-    let specs = servers_to_run(project.as_ref())?;
-    let mut options = settings.supervisor_options();
-    options.client_handler = Some(answers::handler(&settings)?);
-    let startup = options.startup_timeout;
-    let host = Host::start(specs, options)
-        .await
-        .map_err(|e| Failure(e.to_string(), 1))?;
-    let code = match command {
-        Command::Watch => live::watch(&host, cli.json, &mut stop).await,
-        command => {
-            let ready = host.wait_ready(startup + Duration::from_secs(1));
-            let statuses = tokio::select! {
-                statuses = ready => statuses,
-                code = stop.recv() => {
-                    host.shutdown().await;
-                    return Ok(ExitCode::from(code));
-                }
-            };
-            for s in statuses.iter().filter(|s| s.state != ServerState::Ready) {
-                eprintln!(
-                    "mcpvisor: server `{}` is {}",
-                    output::clean_line(&s.name),
-                    output::state_text(&s.state)
-                );
-            }
-            match command {
-                Command::Tools => live::tools(&host, cli.json),
-                Command::Call {
-                    name,
-                    arguments,
-                    timeout_ms,
-                } => live::call(&host, &name, &arguments, timeout_ms, cli.json, &mut stop).await,
-                command @ (Command::Resources { .. }
-                | Command::Read { .. }
-                | Command::Prompts { .. }
-                | Command::Prompt { .. }) => {
-                    let via = offered::Via::Host(&host);
-                    match offered_command(command, via, prompt_arguments, cli.json).await {
-                        Ok(code) => code,
-                        Err(Failure(message, code)) => {
-                            eprintln!("mcpvisor: {}", output::clean(&message));
-                            ExitCode::from(code)
-                        }
-                    }
-                }
-                _ => ExitCode::SUCCESS,
-            }
+    let specs = oneshot::specs_for(project.as_ref(), &needed, &invocation)?;
+    let long_running = matches!(command, Command::Watch);
+    let (host, startup) =
+        oneshot::start(specs, &settings, answers::handler(&settings)?, long_running).await?;
+    if let Command::Watch = command {
+        let code = live::watch(&host, cli.json, &mut stop).await;
+        host.shutdown().await;
+        return Ok(code);
+    }
+    let ready = host.wait_ready(startup + Duration::from_secs(1));
+    let statuses = tokio::select! {
+        statuses = ready => statuses,
+        code = stop.recv() => {
+            host.shutdown().await;
+            return Ok(ExitCode::from(code));
         }
     };
+    let some_failed = oneshot::report(&statuses);
+    // A command for one server whose server did not start has said all there is.
+    if let (true, oneshot::Needed::Servers(names)) = (some_failed, &needed) {
+        if names.len() == 1 && !matches!(command, Command::Tools { .. }) {
+            host.shutdown().await;
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let outcome = match command {
+        Command::Tools { servers } => Ok(live::print_tools(&host.tools(), &servers, cli.json)),
+        Command::Describe { name } => {
+            live::find(&host.tools(), &name).and_then(|tool| describe::describe(tool, cli.json))
+        }
+        Command::Call {
+            name, timeout_ms, ..
+        } => {
+            let tools = host.tools();
+            match live::find(&tools, &name) {
+                Err(e) => Err(e),
+                Ok(tool) => match call_arguments.build(&tool.input_schema) {
+                    Err(m) => Err(Failure(m, 2)),
+                    Ok(arguments) => Ok(live::call(
+                        &host, &name, arguments, timeout_ms, cli.json, &mut stop,
+                    )
+                    .await),
+                },
+            }
+        }
+        command @ (Command::Resources { .. }
+        | Command::Read { .. }
+        | Command::Prompts { .. }
+        | Command::Prompt { .. }) => {
+            let via = offered::Via::Host(&host);
+            offered_command(command, via, prompt_arguments, cli.json).await
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    };
     host.shutdown().await;
-    Ok(code)
+    match outcome {
+        // The command did its part, but a server it needed did not start.
+        Ok(code) if some_failed && code == ExitCode::SUCCESS => Ok(ExitCode::FAILURE),
+        other => other,
+    }
+}
+
+/// The servers `command` needs, read from its names before anything starts.
+fn needed_by(command: &Command) -> Result<oneshot::Needed, Failure> {
+    use oneshot::Needed;
+    let server_of = |name: &str, what: &str| {
+        QualifiedMcpToolName::parse(name)
+            .map(|q| Needed::Servers(vec![q.server().to_string()]))
+            .map_err(|_| {
+                Failure(
+                    format!(
+                        "`{}` is not a qualified {what} name: write mcp__<server>__<{what}>",
+                        output::clean_line(name)
+                    ),
+                    2,
+                )
+            })
+    };
+    let some = |servers: &[String]| {
+        if servers.is_empty() {
+            Needed::All
+        } else {
+            Needed::Servers(servers.to_vec())
+        }
+    };
+    Ok(match command {
+        Command::Call { name, .. } | Command::Describe { name } => server_of(name, "tool")?,
+        Command::Prompt { name, .. } => server_of(name, "prompt")?,
+        Command::Tools { servers } => some(servers),
+        Command::Resources { server } | Command::Prompts { server } => some(server.as_slice()),
+        Command::Read { server, .. } => Needed::Servers(vec![server.clone()]),
+        _ => Needed::All,
+    })
 }
 
 /// `resources`, `read`, `prompts` or `prompt`, by whichever way the servers are reached.

@@ -4,6 +4,10 @@
 //! the terminal raw: control characters other than newline and tab are shown
 //! escaped, so a server cannot move the cursor, rewrite earlier lines, retitle
 //! the window or ring the bell. JSON output is escaped by the encoder.
+//!
+//! Colour only where it is wanted: on a terminal, and never with `NO_COLOR`
+//! (`anstream` strips the styles otherwise). Tables fit the terminal's width
+//! on a terminal; piped, nothing is cut.
 
 use mcpvisor::{CallToolResult, ContentBlock, HostEvent, ServerState, ToolDefinition};
 use serde_json::{Value, json};
@@ -27,24 +31,121 @@ pub(crate) fn clean_line(text: &str) -> String {
     clean(text).replace('\n', "\\n")
 }
 
+/// A tool with every field its server sent, and its server and tool names apart.
 pub(crate) fn tool_json(t: &ToolDefinition) -> Value {
-    let mut tool = json!({"name": t.name.as_str(), "description": t.description, "inputSchema": t.input_schema});
+    let mut tool = json!({"name": t.name.as_str(), "server": t.name.server(), "tool": t.name.tool(),
+        "description": t.description, "inputSchema": t.input_schema});
     if let Some(title) = &t.title {
         tool["title"] = json!(title);
     }
     if let Some(schema) = &t.output_schema {
         tool["outputSchema"] = schema.clone();
     }
+    if let Some(annotations) = &t.annotations {
+        tool["annotations"] = annotations.clone();
+    }
+    if !t.icons.is_empty() {
+        tool["icons"] = serde_json::to_value(&t.icons).unwrap_or(Value::Null);
+    }
     tool
 }
 
-pub(crate) fn tool_line(t: &ToolDefinition) -> String {
-    let first = clean_line(t.description.lines().next().unwrap_or(""));
-    if first.is_empty() {
-        t.name.to_string()
-    } else {
-        format!("{:<40} {first}", t.name.as_str())
+/// Whether stderr is a terminal that takes colour (not with `NO_COLOR`).
+pub(crate) fn colour_on_stderr() -> bool {
+    anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
+}
+
+/// The terminal's width when stdout is one; `None` when piped (nothing is cut).
+pub(crate) fn width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
     }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(columns, _)| usize::from(columns).max(40))
+}
+
+/// `text` cut to `room` characters, with `…` where it was cut.
+pub(crate) fn fit(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(room.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `n noun`, with the plural people use: "1 tool", "3 tools".
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A duration as people say it: "235 ms", "1.2 s", "3 min 5 s".
+pub(crate) fn duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1000..=59_999 => format!("{:.1} s", d.as_secs_f64()),
+        _ => format!("{} min {} s", d.as_secs() / 60, d.as_secs() % 60),
+    }
+}
+
+/// After a call, on a terminal: how long it took, dimmed, on stderr.
+pub(crate) fn took(since: std::time::Instant) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        let dim = anstyle::Style::new().dimmed();
+        anstream::eprintln!("{dim}({}){dim:#}", duration(since.elapsed()));
+    }
+}
+
+/// A failure on stderr as one line, or as a JSON object on stdout with `--json`.
+pub(crate) fn error(message: &str, json: bool) {
+    if json {
+        println!("{}", json!({"error": message}));
+    } else {
+        let red = anstyle::Style::new()
+            .bold()
+            .fg_color(Some(anstyle::AnsiColor::Red.into()));
+        anstream::eprintln!("{red}mcpvisor:{red:#} {}", clean(message));
+    }
+}
+
+/// The tools as an aligned table: name, then the description's first line,
+/// cut to the terminal's width.
+fn tool_table(tools: &[ToolDefinition]) -> Vec<String> {
+    let name_width = tools
+        .iter()
+        .map(|t| t.name.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .min(60);
+    let bold = anstyle::Style::new().bold();
+    tools
+        .iter()
+        .map(|t| {
+            let first = clean_line(t.description.lines().next().unwrap_or(""));
+            let name = t.name.as_str();
+            let pad = name_width.saturating_sub(name.len());
+            let room = width()
+                .map(|w| w.saturating_sub(name_width + 2))
+                .unwrap_or(usize::MAX);
+            if first.is_empty() || room < 10 {
+                format!("{bold}{name}{bold:#}")
+            } else {
+                format!(
+                    "{bold}{name}{bold:#}{}  {}",
+                    " ".repeat(pad),
+                    fit(&first, room)
+                )
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn result_text(r: &CallToolResult) -> String {
@@ -75,22 +176,40 @@ pub(crate) fn state_text(s: &ServerState) -> String {
     clean_line(&mcpvisor_serve::wire::state_text(s))
 }
 
-/// The routed tools, one line each or as one JSON array.
+/// The routed tools, as a table or as one JSON array.
 pub(crate) fn print_tools(tools: &[ToolDefinition], json: bool) {
     if json {
         let all: Vec<Value> = tools.iter().map(tool_json).collect();
         println!("{}", Value::Array(all));
-    } else {
-        for t in tools {
-            println!("{}", tool_line(t));
-        }
+        return;
+    }
+    for line in tool_table(tools) {
+        anstream::println!("{line}");
+    }
+    let servers: std::collections::BTreeSet<&str> = tools.iter().map(|t| t.name.server()).collect();
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        eprintln!(
+            "{} from {}",
+            count(tools.len(), "tool"),
+            count(servers.len(), "server")
+        );
     }
 }
 
 pub(crate) use mcpvisor_serve::wire::event_json;
 
+/// An event as one line, after the local time it was seen.
 pub(crate) fn event_line(e: &HostEvent) -> String {
-    clean_line(&e.to_string())
+    stamped(&clean_line(&e.to_string()))
+}
+
+/// `line` after the local time now (print with `anstream`, which drops the
+/// dimming where colour is off).
+pub(crate) fn stamped(line: &str) -> String {
+    let now = chrono::Local::now().format("%H:%M:%S%.3f");
+    let dim = anstyle::Style::new().dimmed();
+    format!("{dim}{now}{dim:#} {line}")
 }
 
 #[cfg(test)]
