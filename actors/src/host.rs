@@ -91,7 +91,12 @@ impl Host {
         };
         let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor, args)
             .await
-            .map_err(|e| StartError::Spawn(e.to_string()))?;
+            .map_err(|e| {
+                StartError::Spawn(match e {
+                    ractor::SpawnErr::StartupFailed(inner) => inner.to_string(),
+                    other => other.to_string(),
+                })
+            })?;
         Ok(Host(Arc::new(HostInner {
             supervisor,
             roots,

@@ -316,8 +316,14 @@ impl SupervisorState {
                 Err(e) => {
                     // The actor recorded the typed cause before failing its start.
                     let recorded = self.slots.get(&id).and_then(|s| s.failure.lock().take());
-                    let reason =
-                        recorded.unwrap_or_else(|| ConnectionError::ActorFailed(e.to_string()));
+                    // Without one, the start's own error, not ractor's wording of it
+                    // ("Actor panicked during startup" means nothing to a user).
+                    let reason = recorded.unwrap_or_else(|| {
+                        ConnectionError::ActorFailed(match e {
+                            ractor::SpawnErr::StartupFailed(inner) => inner.to_string(),
+                            other => other.to_string(),
+                        })
+                    });
                     if let Some(slot) = self.slots.get(&id) {
                         tracing::warn!(server = %slot.name, "server did not start: {reason}");
                     }

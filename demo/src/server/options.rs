@@ -10,7 +10,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 3;
 /// How the demo server behaves, including the faults it injects on purpose.
 ///
 /// Derives [`clap::Args`] so the CLI can embed it as a subcommand. The
-/// [`Default`] value equals what an empty command line gives.
+/// [`Default`] value equals what an empty command line gives. The fault knobs
+/// are for tests and fault drills, so `--help` does not show them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct DemoServerOptions {
     /// Tools per `tools/list` page (at least 1).
@@ -26,15 +27,15 @@ pub struct DemoServerOptions {
     ///
     /// Repeatable. Names are not validated, so tests can present names that
     /// a client must reject ("bad name!") or duplicates ("echo").
-    #[arg(long = "extra-tool", value_name = "NAME")]
+    #[arg(long = "extra-tool", value_name = "NAME", hide = true)]
     pub extra_tools: Vec<String>,
 
     /// Never answer `initialize`, but keep reading and serving other requests.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub hang_initialize: bool,
 
     /// Exit with code 4 when `initialize` arrives, without answering it.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub exit_during_initialize: bool,
 
     /// Start `sleep 1000` in the server's process group and report its pid
@@ -42,16 +43,16 @@ pub struct DemoServerOptions {
     ///
     /// The grandchild is left running when the server exits, so only a client
     /// that signals the whole process group cleans it up.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub grandchild: bool,
 
     /// Write a few lines to stderr at startup, as chatty real servers do.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub stderr_banner: bool,
 
     /// Send `notifications/tools/list_changed` before answering `initialize`,
     /// as some real servers do.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub list_changed_early: bool,
 
     /// Declare no tools (only logging) and refuse `tools/list`, as servers that
@@ -60,12 +61,12 @@ pub struct DemoServerOptions {
     pub no_tools: bool,
 
     /// Misbehave on purpose in one way, for the hostile-server tests.
-    #[arg(long, value_enum, value_name = "BEHAVIOUR")]
+    #[arg(long, value_enum, value_name = "BEHAVIOUR", hide = true)]
     pub hostile: Option<Hostile>,
 
     /// Also list the fault tools `garbage` (garbage lines on stdout, then the
     /// answer) and `cut_answer` (half an answer line, then exit).
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub fault_tools: bool,
 
     /// Read this file when `initialize` arrives: `exit` exits with code 4,
@@ -73,7 +74,7 @@ pub struct DemoServerOptions {
     ///
     /// Lets a harness turn startup faults on and off for later restarts of a
     /// server it already runs.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", hide = true)]
     pub fault_file: Option<PathBuf>,
 }
 

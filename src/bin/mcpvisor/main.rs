@@ -38,17 +38,18 @@ use mcpvisor_demo::DemoServerOptions;
 )]
 struct Cli {
     /// The `.mcp.json` to read (default: ./.mcp.json, else the built-in demo server).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     config: Option<PathBuf>,
     /// Print JSON instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     json: bool,
     /// Run the servers for this command alone even when an `mcpvisor serve`
     /// for the configuration is running.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     no_attach: bool,
-    /// Diagnostics on stderr: -v what the servers do, -vv everything (or set RUST_LOG).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// Diagnostics on stderr: -v what mcpvisor and the servers do, -vv and -vvv
+    /// everything (or set RUST_LOG).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     verbose: u8,
     #[command(flatten)]
     settings: SettingFlags,
@@ -58,6 +59,7 @@ struct Cli {
 
 /// Flags that override settings (see `mcpvisor settings`).
 #[derive(Args)]
+#[command(next_help_heading = "Settings (see `mcpvisor settings`)")]
 struct SettingFlags {
     /// Home directory for approvals and settings (default: $MCPVISOR_HOME, else ~/.mcpvisor).
     #[arg(long, global = true)]
@@ -242,8 +244,13 @@ fn diagnostics(cli: &Cli) {
         (Ok(spec), _) => tracing_subscriber::EnvFilter::new(spec),
         (Err(_), 0) if unattended => tracing_subscriber::EnvFilter::new("warn"),
         (Err(_), 0) => tracing_subscriber::EnvFilter::new("off"),
-        (Err(_), 1) => tracing_subscriber::EnvFilter::new("info"),
-        (Err(_), _) => tracing_subscriber::EnvFilter::new("debug"),
+        // What mcpvisor and its servers do (starts, stops, their stderr).
+        (Err(_), 1) => tracing_subscriber::EnvFilter::new(
+            "warn,mcpvisor=debug,mcpvisor_actors=debug,mcpvisor_transports=debug,\
+             mcpvisor_auth=debug,mcpvisor_serve=debug",
+        ),
+        (Err(_), 2) => tracing_subscriber::EnvFilter::new("debug"),
+        (Err(_), _) => tracing_subscriber::EnvFilter::new("trace"),
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

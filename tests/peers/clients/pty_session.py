@@ -1,12 +1,14 @@
 """Runs a command with a pseudo-terminal as its stdin and stderr (and its
-controlling terminal), stdout on a pipe, and types into it as a person would.
+controlling terminal), stdout on a pipe (or on the terminal too, with
+PTY_STDOUT=1 in the environment), and types into it as a person would.
 
     python3 pty_session.py STEPS_JSON -- COMMAND ARGS...
 
 STEPS_JSON is a list of [expect, keys]: wait until `expect` appears on the
 terminal (escape sequences removed) in what was drawn since the keys before,
 then type `keys`. Prints one JSON object: the command's stdout, the terminal
-transcript, its exit code and, if a step was never met, which one.
+transcript (escape sequences removed, and `raw` with them), its exit code and,
+if a step was never met, which one.
 """
 
 import fcntl
@@ -38,17 +40,18 @@ def main():
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     env = dict(os.environ, TERM="xterm")
+    on_terminal = os.environ.get("PTY_STDOUT") == "1"
     child = subprocess.Popen(
         command,
         stdin=slave,
-        stdout=subprocess.PIPE,
+        stdout=slave if on_terminal else subprocess.PIPE,
         stderr=slave,
         preexec_fn=controlling_terminal,
         env=env,
     )
     os.close(slave)
     out = []
-    reader = threading.Thread(target=lambda: out.append(child.stdout.read()))
+    reader = threading.Thread(target=lambda: out.append(child.stdout.read() if child.stdout else b""))
     reader.start()
 
     screen = bytearray()
@@ -104,6 +107,7 @@ def main():
             {
                 "stdout": (out[0] if out else b"").decode("utf-8", "replace"),
                 "screen": ESCAPES.sub(b"", bytes(screen)).decode("utf-8", "replace"),
+                "raw": bytes(screen).decode("utf-8", "replace"),
                 "code": code,
                 "failed": failed,
             }

@@ -1,0 +1,416 @@
+//! The one-shot CLI as a person meets it (issue 16's items 1–7, 13 and 14):
+//! a command starts only the servers it needs and tries each once; one that
+//! does not start costs one line and the exit code, never its neighbours'
+//! answers; arguments come in every usual form and are checked before the
+//! call; `describe` and `tools --json` show everything a tool declares;
+//! mistakes get the nearest names and exact commands; output has no log
+//! lines unless asked, colour only on a terminal, a progress bar there and
+//! JSON lines with `--json`. Real processes, a temporary home each.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::peers_dir;
+use support::serve::{empty_dir, mcpvisor};
+
+const DEMO: &str = env!("CARGO_BIN_EXE_mcpvisor");
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.stdin(Stdio::null()).output().unwrap()
+}
+
+/// A project with a healthy demo server, one whose command does not exist,
+/// and one that never answers `initialize` (it writes its pid to a file when
+/// it starts, so a test sees whether it was started at all). All approved.
+fn project(tag: &str) -> PathBuf {
+    let dir = empty_dir("cli-oneshot", tag);
+    let marker = dir.join("hung-started");
+    let config = json!({"mcpServers": {
+        "demo": {"command": DEMO, "args": ["demo-server"]},
+        "broken": {"command": "/nonexistent/mcp-server-git"},
+        "hung": {"command": "sh", "args": ["-c",
+            format!("echo $$ > '{}'; exec '{DEMO}' demo-server --hang-initialize", marker.display())]},
+    }});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    for name in ["demo", "broken", "hung"] {
+        let out = run(mcpvisor(&dir).args(["enable", name]));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    dir
+}
+
+fn hung_started(dir: &Path) -> bool {
+    dir.join("hung-started").exists()
+}
+
+#[test]
+fn a_call_starts_only_its_server_and_broken_neighbours_cost_nothing() {
+    let dir = project("call");
+    let out = run(mcpvisor(&dir).args(["call", "mcp__demo__echo", "text=hello"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "hello");
+    assert_eq!(text(&out.stderr), "", "nothing about the neighbours");
+    assert!(!hung_started(&dir), "the hung neighbour was never started");
+
+    // `tools NAME` starts that one alone.
+    let out = run(mcpvisor(&dir).args(["tools", "demo"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("mcp__demo__echo"));
+    assert!(!hung_started(&dir));
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn servers_that_do_not_start_are_one_line_each_and_the_exit_code_says_so() {
+    let dir = project("all");
+    let out = run(mcpvisor(&dir).args(["--startup-timeout-ms", "1500", "tools"]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stdout.contains("mcp__demo__echo"),
+        "the healthy server's tools: {stdout}"
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "mcpvisor: `broken` did not start: command not found: /nonexistent/mcp-server-git",
+            "mcpvisor: `hung` did not start: startup did not finish within 1.5s",
+        ],
+        "{stderr}"
+    );
+    assert!(hung_started(&dir));
+
+    // A call whose own server does not start: that line, and failure.
+    let out = run(mcpvisor(&dir).args(["call", "mcp__broken__git_log"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "mcpvisor: `broken` did not start: command not found: /nonexistent/mcp-server-git"
+    );
+    // Asked for, the diagnostics are there.
+    let out = run(mcpvisor(&dir).args(["-v", "call", "mcp__demo__echo", "text=x"]));
+    assert!(
+        text(&out.stderr).contains("started stdio server"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn arguments_come_in_every_form_and_are_checked_before_the_call() {
+    let dir = project("args");
+    let call = |args: &[&str], stdin: Option<&str>| {
+        let mut cmd = mcpvisor(&dir);
+        cmd.arg("call").args(args);
+        match stdin {
+            Some(input) => {
+                use std::io::Write;
+                let mut child = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(input.as_bytes())
+                    .unwrap();
+                child.wait_with_output().unwrap()
+            }
+            None => run(&mut cmd),
+        }
+    };
+    // key=value typed by the schema: `a` and `b` are numbers.
+    let out = call(&["--json", "mcp__demo__add", "a=2", "b=3.5"], None);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["structuredContent"]["sum"], 5.5);
+    let out = call(&["mcp__demo__add", "a=2", "--arg", "b=40"], None);
+    assert_eq!(text(&out.stdout).trim(), "42");
+    let out = call(&["mcp__demo__echo", r#"text:="quoted""#], None);
+    assert_eq!(text(&out.stdout).trim(), "quoted");
+    let out = call(&["mcp__demo__echo", "-"], Some(r#"{"text": "from stdin"}"#));
+    assert_eq!(text(&out.stdout).trim(), "from stdin");
+    let file = dir.join("args.json");
+    std::fs::write(&file, r#"{"text": "from a file"}"#).unwrap();
+    let at = format!("@{}", file.display());
+    let out = call(&["mcp__demo__echo", &at], None);
+    assert_eq!(text(&out.stdout).trim(), "from a file");
+    let out = call(&["mcp__demo__echo", r#"{"text": "json"}"#], None);
+    assert_eq!(text(&out.stdout).trim(), "json");
+
+    // Checked against the schema before the call: usage errors, exit 2.
+    let out = call(&["mcp__demo__add", "a=two", "b=1"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim(),
+        "mcpvisor: `a` must be a number, not `two`"
+    );
+    let out = call(&["mcp__demo__add", "a=1"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("\"b\" is a required property"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Malformed JSON is refused before any server starts (the hung one
+    // would leave its file).
+    let out = call(&["mcp__hung__anything", "{not json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not valid JSON"));
+    let out = call(&["mcp__hung__anything", "nokey"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!hung_started(&dir), "nothing started for a malformed call");
+}
+
+#[test]
+fn describe_and_tools_json_show_everything_a_tool_declares() {
+    let dir = empty_dir("cli-oneshot", "describe");
+    let out = run(mcpvisor(&dir).args(["describe", "mcp__demo__add"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    for part in [
+        "mcp__demo__add",
+        "Adds two numbers",
+        "Parameters",
+        "NAME  TYPE    REQUIRED  DEFAULT  DESCRIPTION",
+        "a     number  yes                First addend.",
+        "Output schema",
+        "\"sum\"",
+    ] {
+        assert!(shown.contains(part), "`{part}` in:\n{shown}");
+    }
+    let out = run(mcpvisor(&dir).args(["--json", "tools"]));
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let add = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__demo__add")
+        .unwrap();
+    assert_eq!(add["server"], "demo");
+    assert_eq!(add["tool"], "add");
+    assert_eq!(add["outputSchema"]["required"], json!(["sum"]));
+    assert!(add["inputSchema"]["properties"]["a"].is_object());
+    let out = run(mcpvisor(&dir).args(["--json", "describe", "mcp__demo__add"]));
+    let described: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(&described, add);
+}
+
+#[test]
+fn mistakes_get_the_nearest_names_and_exact_commands() {
+    let dir = project("mistakes");
+    let said = |args: &[&str]| {
+        let out = run(mcpvisor(&dir).args(args));
+        (out.status.code(), text(&out.stderr).trim().to_string())
+    };
+    assert_eq!(
+        said(&["call", "mcp__demo__ecoh"]),
+        (
+            Some(2),
+            "mcpvisor: no tool `mcp__demo__ecoh`; did you mean `mcp__demo__echo`?".into()
+        )
+    );
+    assert_eq!(
+        said(&["call", "mcp__dmeo__echo"]),
+        (
+            Some(2),
+            "mcpvisor: no server `dmeo` in .mcp.json; did you mean `demo`?".into()
+        )
+    );
+    assert_eq!(
+        said(&["call", "echo"]),
+        (
+            Some(2),
+            "mcpvisor: `echo` is not a qualified tool name: write mcp__<server>__<tool>".into()
+        )
+    );
+    // An unapproved server: the exact command, with the --config given, quoted.
+    let odd = dir.join("my config.json");
+    std::fs::write(
+        &odd,
+        json!({"mcpServers": {"demo": {"command": DEMO, "args": ["demo-server"]}}}).to_string(),
+    )
+    .unwrap();
+    let config = odd.to_str().unwrap();
+    let (code, message) = said(&["--config", config, "call", "mcp__demo__echo", "text=x"]);
+    assert_eq!(code, Some(2));
+    let expected = format!("mcpvisor --config '{config}' enable demo");
+    assert!(message.ends_with(&format!("run `{expected}`")), "{message}");
+    let words = shlex::split(&expected).unwrap();
+    let out = run(mcpvisor(&dir).args(&words[1..]));
+    assert!(
+        out.status.success(),
+        "the suggested command works: {}",
+        text(&out.stderr)
+    );
+    // A server disabled in the file says so.
+    std::fs::write(
+        &odd,
+        json!({"mcpServers": {"demo": {"command": DEMO, "args": ["demo-server"], "disabled": true}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, message) = said(&["--config", config, "call", "mcp__demo__echo"]);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("is disabled in"), "{message}");
+    // With --json, the error is JSON on stdout.
+    let out = run(mcpvisor(&dir).args(["--json", "call", "mcp__demo__ecoh"]));
+    let error: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        error["error"],
+        "no tool `mcp__demo__ecoh`; did you mean `mcp__demo__echo`?"
+    );
+}
+
+#[test]
+fn ctrl_c_while_servers_start_exits_130_and_leaves_nothing() {
+    let dir = project("interrupt");
+    let child = mcpvisor(&dir)
+        .args(["--startup-timeout-ms", "60000", "tools", "hung"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    for _ in 0..100 {
+        if hung_started(&dir) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(hung_started(&dir));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    // The server it was starting is gone with it.
+    let server: i32 = std::fs::read_to_string(dir.join("hung-started"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..100).any(|_| {
+        let state = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
+        // Gone, or a zombie its new parent has yet to reap.
+        let over = state.is_empty() || state.split(' ').nth(2) == Some("Z");
+        if !over {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        over
+    });
+    assert!(gone, "the server it was starting outlived the command");
+}
+
+#[test]
+fn output_is_plain_off_a_terminal_and_demo_server_help_hides_the_faults() {
+    let dir = empty_dir("cli-oneshot", "plain");
+    for args in [
+        &["tools"][..],
+        &["call", "mcp__demo__progress", "steps=2"][..],
+    ] {
+        let out = run(mcpvisor(&dir).args(args));
+        assert!(out.status.success());
+        let all = [out.stdout, out.stderr].concat();
+        assert!(!all.contains(&0x1b), "no escape sequences: {}", text(&all));
+    }
+    // Off a terminal progress is a plain line each; with --json, JSON lines.
+    let out = run(mcpvisor(&dir).args(["call", "mcp__demo__progress", "steps=2"]));
+    assert_eq!(
+        text(&out.stderr),
+        "progress 1/2 step 1\nprogress 2/2 step 2\n"
+    );
+    let out = run(mcpvisor(&dir).args(["--json", "call", "mcp__demo__progress", "steps=2"]));
+    let lines: Vec<Value> = text(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[1],
+        json!({"progress": 2.0, "total": 2.0, "message": "step 2"})
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "done 2 steps");
+
+    let out = run(Command::new(DEMO).args(["demo-server", "--help"]));
+    let help = text(&out.stdout);
+    assert!(help.contains("--page-size"), "{help}");
+    for hidden in [
+        "--hostile",
+        "--hang-initialize",
+        "--fault-file",
+        "--grandchild",
+    ] {
+        assert!(!help.contains(hidden), "{hidden} in:\n{help}");
+    }
+}
+
+/// `mcpvisor ARGS` with stdout, stderr and stdin on a pseudo-terminal.
+fn on_a_terminal(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut cmd = Command::new("python3");
+    cmd.arg(peers_dir().join("clients/pty_session.py"))
+        .arg("[]")
+        .arg("--")
+        .arg(DEMO)
+        .args(args)
+        .current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env("PTY_STDOUT", "1")
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+#[test]
+fn on_a_terminal_there_is_colour_unless_no_color_and_a_progress_bar() {
+    let dir = empty_dir("cli-oneshot", "tty");
+    let shown = on_a_terminal(&dir, &["tools"], &[]);
+    let raw = shown["raw"].as_str().unwrap();
+    assert!(
+        raw.contains("\u{1b}[1mmcp__demo__add"),
+        "bold names: {raw:?}"
+    );
+    assert!(
+        shown["screen"]
+            .as_str()
+            .unwrap()
+            .contains("12 tools from 1 server"),
+        "{}",
+        shown["screen"]
+    );
+    let plain = on_a_terminal(&dir, &["tools"], &[("NO_COLOR", "1")]);
+    assert!(
+        !plain["raw"].as_str().unwrap().contains("\u{1b}[1m"),
+        "{}",
+        plain["raw"]
+    );
+
+    let shown = on_a_terminal(
+        &dir,
+        &["call", "mcp__demo__progress", "steps=3", "delay_ms=300"],
+        &[],
+    );
+    let screen = shown["screen"].as_str().unwrap();
+    assert!(screen.contains("done 3 steps"), "{screen}");
+    assert!(
+        screen.contains("] 1/3 step 1"),
+        "a bar, not lines: {screen}"
+    );
+    assert!(!screen.contains("progress 1/3"), "{screen}");
+}
