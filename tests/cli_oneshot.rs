@@ -414,3 +414,44 @@ fn on_a_terminal_there_is_colour_unless_no_color_and_a_progress_bar() {
     );
     assert!(!screen.contains("progress 1/3"), "{screen}");
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_commands() {
+    let dir = empty_dir("cli-oneshot", "shell");
+    let out = run(mcpvisor(&dir).args(["completions", "bash"]));
+    let bash = text(&out.stdout);
+    assert!(out.status.success());
+    for part in [
+        "_mcpvisor()",
+        "describe",
+        "completions",
+        "_mcpvisor_with_tools",
+        "mcpvisor tool-names",
+    ] {
+        assert!(bash.contains(part), "{part}");
+    }
+    let out = run(Command::new("bash").args(["-n", "-c", &bash]));
+    assert!(out.status.success(), "bash reads it: {}", text(&out.stderr));
+    let fish = text(&run(mcpvisor(&dir).args(["completions", "fish"])).stdout);
+    assert!(
+        fish.contains("__fish_seen_subcommand_from call describe"),
+        "{fish}"
+    );
+    let zsh = run(mcpvisor(&dir).args(["completions", "zsh"]));
+    assert!(zsh.status.success() && text(&zsh.stdout).contains("#compdef mcpvisor"));
+    let man = text(&run(mcpvisor(&dir).args(["man"])).stdout);
+    assert!(
+        man.starts_with(".ie"),
+        "roff: {}",
+        &man[..man.len().min(80)]
+    );
+    assert!(
+        man.contains(".TH mcpvisor") && man.contains("describe"),
+        "{man}"
+    );
+    // Without a running serve, tool names for completion are none, and
+    // nothing is started to find them.
+    let out = run(mcpvisor(&dir).args(["tool-names"]));
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "");
+}

@@ -309,6 +309,10 @@ fn attached_commands_share_the_servers_of_the_running_serve() {
     );
     let echoed = run_ok(&dir, &["call", "mcp__demo__echo", r#"{"text":"attached"}"#]);
     assert_eq!(echoed.trim(), "attached");
+    // Completion scripts read the running serve's tool names.
+    let names = run_ok(&dir, &["tool-names"]);
+    assert!(names.lines().any(|l| l == "mcp__demo__echo"), "{names}");
+    assert_eq!(demo_pid(&dir, &[]), first, "tool-names started no server");
 
     // --no-attach runs a server of its own, gone when the command is.
     let own = demo_pid(&dir, &["--no-attach"]);

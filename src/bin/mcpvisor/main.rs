@@ -16,6 +16,7 @@ mod oneshot;
 mod output;
 mod progress;
 mod serve;
+mod shell;
 mod stop;
 mod suggest;
 
@@ -210,6 +211,17 @@ enum Command {
     Settings,
     /// Serve the built-in demo MCP server on stdin/stdout.
     DemoServer(DemoServerOptions),
+    /// Print a shell completion script: mcpvisor completions bash > ~/.local/share/bash-completion/completions/mcpvisor
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): mcpvisor man | man -l -
+    Man,
+    /// The qualified tool names of the running `mcpvisor serve`, one per line
+    /// (for completion scripts; starts no server, prints nothing without a serve).
+    #[command(hide = true)]
+    ToolNames,
 }
 
 fn main() -> ExitCode {
@@ -274,11 +286,16 @@ async fn run(cli: Cli) -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
-    if let Command::DemoServer(options) = cli.command {
-        return mcpvisor_demo::run(options)
-            .await
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(|e| Failure(format!("demo-server: {e}"), 1));
+    match cli.command {
+        Command::DemoServer(options) => {
+            return mcpvisor_demo::run(options)
+                .await
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(|e| Failure(format!("demo-server: {e}"), 1));
+        }
+        Command::Completions { shell } => return shell::completions(shell),
+        Command::Man => return shell::man(),
+        _ => {}
     }
     let settings =
         Settings::load(&cli.settings.overrides()).map_err(|e| Failure(e.to_string(), 2))?;
@@ -337,6 +354,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         _ => Default::default(),
     };
     let needed = needed_by(&command)?;
+    if let Command::ToolNames = command {
+        // Completion must be quick and quiet: a running serve, or nothing.
+        if let Ok(Some(mut client)) = attach(&settings, config_path.as_deref(), None).await {
+            for tool in attached::all_tools(&mut client).await.unwrap_or_default() {
+                println!("{}", tool.name);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let attached = if cli.no_attach {
         None
     } else {
