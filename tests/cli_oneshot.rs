@@ -416,6 +416,20 @@ fn on_a_terminal_there_is_colour_unless_no_color_and_a_progress_bar() {
 }
 
 #[test]
+fn a_warning_is_one_plain_line() {
+    let dir = empty_dir("cli-oneshot", "warning");
+    let config = json!({"mcpServers": {"demo": {"command": DEMO, "args": ["demo-server"], "futureField": 1}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let out = run(mcpvisor(&dir).args(["enable", "demo"]));
+    assert!(out.status.success());
+    let out = run(mcpvisor(&dir).args(["call", "mcp__demo__echo", "text=x"]));
+    assert_eq!(
+        text(&out.stderr),
+        "mcpvisor: warning: ignoring fields this version does not use (file: .mcp.json, fields: [\"mcpServers.demo.futureField\"])\n"
+    );
+}
+
+#[test]
 fn completions_and_the_man_page_come_from_the_commands() {
     let dir = empty_dir("cli-oneshot", "shell");
     let out = run(mcpvisor(&dir).args(["completions", "bash"]));

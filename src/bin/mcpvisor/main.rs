@@ -19,6 +19,7 @@ mod serve;
 mod shell;
 mod stop;
 mod suggest;
+mod warnings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -252,10 +253,22 @@ fn main() -> ExitCode {
 /// warnings as it always did.
 fn diagnostics(cli: &Cli) {
     let unattended = matches!(cli.command, Command::Serve(_));
+    let quiet = std::env::var_os("RUST_LOG").is_none() && cli.verbose == 0 && !unattended;
+    if quiet {
+        // The servers' troubles are reported by the command itself; what
+        // else warns (configuration, logins) gets one plain line.
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .event_format(warnings::OneLine)
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "off,mcpvisor=warn,mcpvisor_auth=warn",
+            ))
+            .init();
+        return;
+    }
     let filter = match (std::env::var("RUST_LOG"), cli.verbose) {
         (Ok(spec), _) => tracing_subscriber::EnvFilter::new(spec),
-        (Err(_), 0) if unattended => tracing_subscriber::EnvFilter::new("warn"),
-        (Err(_), 0) => tracing_subscriber::EnvFilter::new("off"),
+        (Err(_), 0) => tracing_subscriber::EnvFilter::new("warn"),
         // What mcpvisor and its servers do (starts, stops, their stderr).
         (Err(_), 1) => tracing_subscriber::EnvFilter::new(
             "warn,mcpvisor=debug,mcpvisor_actors=debug,mcpvisor_transports=debug,\
