@@ -261,7 +261,10 @@ fn diagnostics(cli: &Cli) {
             .with_writer(std::io::stderr)
             .event_format(warnings::OneLine)
             .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "off,mcpvisor=warn,mcpvisor_auth=warn",
+                // (A target matches by prefix: `mcpvisor` alone would take in
+                // `mcpvisor_actors` too.)
+                "off,mcpvisor=warn,mcpvisor_auth=warn,mcpvisor_actors=off,\
+                 mcpvisor_transports=off,mcpvisor_serve=off,mcpvisor_protocol=off,mcpvisor_demo=off",
             ))
             .init();
         return;
