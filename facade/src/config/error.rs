@@ -46,6 +46,21 @@ pub enum ConfigError {
         /// What was expected there.
         expected: String,
     },
+    /// The file has neither `mcpServers` nor VS Code's `servers` object.
+    #[error(
+        "{}: no `mcpServers` object (nor VS Code's `servers`): not an MCP configuration",
+        path.display()
+    )]
+    NoServers {
+        /// Which file.
+        path: PathBuf,
+    },
+    /// The file has both `mcpServers` and `servers`: which one is meant is not clear.
+    #[error("{}: has both `mcpServers` and `servers`; keep one", path.display())]
+    BothServerKeys {
+        /// Which file.
+        path: PathBuf,
+    },
 }
 
 /// Why one entry cannot run. Each names the server and the field.

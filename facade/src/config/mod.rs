@@ -9,6 +9,7 @@
 //! Fields this version does not know are kept out of the way and reported once.
 //! Environment and header values are secrets in every output.
 
+pub mod discover;
 mod entry;
 mod error;
 pub mod expand;
@@ -46,12 +47,11 @@ impl McpConfig {
 
     /// Parses `text` as if read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<McpConfig, ConfigError> {
-        let (raw, unknown_fields) = raw::parse(text, path)?;
+        let (entries, unknown_fields) = raw::parse(text, path)?;
         if !unknown_fields.is_empty() {
             tracing::warn!(file = %path.display(), fields = ?unknown_fields, "ignoring fields this version does not use");
         }
-        let servers = raw
-            .mcp_servers
+        let servers = entries
             .into_iter()
             .map(|(name, entry)| {
                 let entry = ServerEntry::from_raw(&name, entry);

@@ -1,6 +1,7 @@
 //! The `mcpvisor` command line.
 //!
-//! It reads `--config PATH`, else `./.mcp.json`, and runs the entries approved
+//! It reads `--config PATH`, else the nearest `.mcp.json` in the working
+//! directory or above it, and runs the entries approved
 //! for that file (`mcpvisor enable <name>`); with no `.mcp.json` it runs the
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
@@ -19,7 +20,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use mcpvisor::config::{FILE_NAME, process_env};
+use mcpvisor::config::discover::find_upward;
+use mcpvisor::config::process_env;
 use mcpvisor::project::Project;
 use mcpvisor::settings::{Overrides, Settings};
 use mcpvisor::{Host, ServerSpec, ServerState};
@@ -32,7 +34,8 @@ use mcpvisor_demo::DemoServerOptions;
     about = "Supervised MCP servers for agent hosts"
 )]
 struct Cli {
-    /// The `.mcp.json` to read (default: ./.mcp.json, else the built-in demo server).
+    /// The `.mcp.json` to read (default: the nearest .mcp.json here or in a parent
+    /// directory, else the built-in demo server).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -241,10 +244,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     let settings =
         Settings::load(&cli.settings.overrides()).map_err(|e| Failure(e.to_string(), 2))?;
-    let config_path = cli.config.clone().or_else(|| {
-        let default = PathBuf::from(FILE_NAME);
-        default.exists().then_some(default)
-    });
+    let config_path = cli
+        .config
+        .clone()
+        .or_else(|| find_upward(&std::env::current_dir().ok()?));
     let project = match &config_path {
         Some(path) => {
             Some(Project::open(path, &settings.home).map_err(|e| Failure(e.to_string(), 2))?)
