@@ -132,6 +132,26 @@ pub enum EntryProblem {
         /// The name as written (a name, not a value).
         name: String,
     },
+    /// The program of a stdio entry is not where the child's `exec` would look.
+    #[error("server `{server}`: command `{command}` {reason}")]
+    CommandNotFound {
+        /// The entry.
+        server: String,
+        /// The program as written.
+        command: String,
+        /// Why: not on the `PATH`, does not exist, not executable.
+        reason: String,
+    },
+    /// The working directory of a stdio entry is missing.
+    #[error("server `{server}`: `cwd` {} {reason}", cwd.display())]
+    MissingCwd {
+        /// The entry.
+        server: String,
+        /// The directory the child would start in.
+        cwd: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A transport type this version does not run.
     #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]
     UnsupportedTransport {

@@ -10,12 +10,14 @@
 //! Environment and header values are secrets in every output.
 
 pub mod discover;
+pub mod edit;
 mod entry;
 mod error;
 pub mod expand;
 mod identity_provider;
 pub mod key_file;
 mod raw;
+pub mod runnable;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,7 +79,7 @@ impl McpConfig {
 /// The largest `.mcp.json` read.
 pub const CONFIG_LIMIT: u64 = 16 * 1024 * 1024;
 
-fn read_config(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_config(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |source: std::io::Error| ConfigError::Io {

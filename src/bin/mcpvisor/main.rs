@@ -6,6 +6,7 @@
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
 mod answers;
+mod approve;
 mod attached;
 mod live;
 mod offered;
@@ -164,15 +165,26 @@ enum Command {
     Serve(serve::ServeArgs),
     /// List every entry of the configuration: type, approval, problems.
     Servers,
-    /// Approve a server of the configuration (after checking that it can run).
+    /// Approve servers of the configuration (after checking that each can run).
     Enable {
-        /// The entry's name.
-        name: String,
+        /// The entries' names.
+        #[arg(required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every entry (those the file disables only with --force).
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
+        /// Approve entries that are `"disabled": true` in the file too (with a warning).
+        #[arg(long)]
+        force: bool,
     },
-    /// Withdraw a server's approval.
+    /// Withdraw servers' approval.
     Disable {
-        /// The entry's name.
-        name: String,
+        /// The entries' names.
+        #[arg(required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every entry.
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
     },
     /// Log in to an OAuth-protected HTTP server (opens the browser; the URL is printed too).
     Login {
@@ -256,8 +268,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     match cli.command {
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
-        Command::Enable { name } => return offline::enable(project.as_ref(), &name),
-        Command::Disable { name } => return offline::disable(project.as_ref(), &name),
+        Command::Enable { names, all, force } => {
+            let selection = approve::Selection { names: &names, all };
+            return approve::enable(project.as_ref(), &settings, selection, force);
+        }
+        Command::Disable { names, all } => {
+            let selection = approve::Selection { names: &names, all };
+            return approve::disable(project.as_ref(), selection);
+        }
         Command::Login { name, headless } => {
             return offline::login(project.as_ref(), &name, headless).await;
         }

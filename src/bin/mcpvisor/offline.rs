@@ -97,33 +97,6 @@ pub(crate) fn servers(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn enable(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
-    let project = need(project)?;
-    match project.enable(name, &process_env) {
-        Ok(()) => {
-            println!("enabled `{name}` for {}", project.config.path.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(mcpvisor::project::ProjectError::Invalid { server, problems }) => {
-            eprintln!("mcpvisor: `{server}` was not enabled:");
-            for p in problems {
-                eprintln!("    {}", crate::output::clean_line(&p.to_string()));
-            }
-            Ok(ExitCode::from(1))
-        }
-        Err(e) => Err(Failure(e.to_string(), 1)),
-    }
-}
-
-pub(crate) fn disable(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
-    let project = need(project)?;
-    project
-        .disable(name)
-        .map_err(|e| Failure(e.to_string(), 1))?;
-    println!("disabled `{name}` for {}", project.config.path.display());
-    Ok(ExitCode::SUCCESS)
-}
-
 pub(crate) async fn login(
     project: Option<&Project>,
     name: &str,
