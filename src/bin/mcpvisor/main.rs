@@ -8,6 +8,9 @@
 mod answers;
 mod approve;
 mod attached;
+mod edit;
+mod entry_view;
+mod health;
 mod live;
 mod offered;
 mod offline;
@@ -163,8 +166,26 @@ enum Command {
     /// Keep the servers running and serve their tools as one MCP server: on the
     /// local socket (where the other commands attach), and on stdio or HTTP.
     Serve(serve::ServeArgs),
-    /// List every entry of the configuration: type, approval, problems.
-    Servers,
+    /// List every entry of the configuration: how it runs, its state, problems.
+    Servers {
+        /// Start each enabled server once (initialize, list tools, stop) and say
+        /// how it went; exits non-zero if any failed.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Add an entry to the .mcp.json: `add NAME -- COMMAND [ARGS…]` or
+    /// `add NAME --url URL` (the file is created when there is none).
+    Add(edit::AddArgs),
+    /// Remove an entry from the .mcp.json and withdraw its approval.
+    Remove {
+        /// The entry's name.
+        name: String,
+    },
+    /// Show one entry of the configuration (secrets redacted).
+    Get {
+        /// The entry's name.
+        name: String,
+    },
     /// Approve servers of the configuration (after checking that each can run).
     Enable {
         /// The entries' names.
@@ -260,6 +281,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         .config
         .clone()
         .or_else(|| find_upward(&std::env::current_dir().ok()?));
+    // Before the file is loaded: `add` creates it, or fixes one without entries.
+    if let Command::Add(args) = &cli.command {
+        return edit::add(args, config_path.as_deref(), cli.config.as_deref());
+    }
     let project = match &config_path {
         Some(path) => {
             Some(Project::open(path, &settings.home).map_err(|e| Failure(e.to_string(), 2))?)
@@ -267,6 +292,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         None => None,
     };
     match cli.command {
+        Command::Remove { name } => {
+            return edit::remove(project.as_ref(), &name, cli.config.as_deref());
+        }
+        Command::Get { name } => {
+            return edit::get(project.as_ref(), &name, cli.json, cli.config.as_deref());
+        }
+        Command::Servers { check: true } => {
+            return health::check(project.as_ref(), &settings, cli.json).await;
+        }
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
         Command::Enable { names, all, force } => {
             let selection = approve::Selection { names: &names, all };
@@ -352,7 +386,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             Command::Restart { name } => attached::restart(&mut client, &name).await,
             Command::Reload => attached::reload(&mut client, cli.json).await,
-            Command::Servers => {
+            Command::Servers { .. } => {
                 let live = attached::live_servers(&mut client).await?;
                 offline::servers(project.as_ref(), &settings, cli.json, Some(&live))
             }
@@ -360,7 +394,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         };
     }
     match command {
-        Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json, None),
+        Command::Servers { .. } => {
+            return offline::servers(project.as_ref(), &settings, cli.json, None);
+        }
         Command::Reload => {
             return Err(Failure(
                 "no `mcpvisor serve` runs for this configuration; there is nothing to reload"
