@@ -1,5 +1,7 @@
 //! What the configuration commands' tests share: a project directory with its
 //! own home, and the `mcpvisor` binary run in it.
+// Each test file uses a part of it.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
