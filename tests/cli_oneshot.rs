@@ -33,9 +33,9 @@ fn run(cmd: &mut Command) -> Output {
 fn project(tag: &str) -> PathBuf {
     let dir = empty_dir("cli-oneshot", tag);
     let marker = dir.join("hung-started");
-    let config = json!({"mcpServers": {
+    let mut config = json!({"mcpServers": {
         "demo": {"command": DEMO, "args": ["demo-server"]},
-        "broken": {"command": "/nonexistent/mcp-server-git"},
+        "broken": {"command": DEMO, "args": ["demo-server"]},
         "hung": {"command": "sh", "args": ["-c",
             format!("echo $$ > '{}'; exec '{DEMO}' demo-server --hang-initialize", marker.display())]},
     }});
@@ -44,6 +44,10 @@ fn project(tag: &str) -> PathBuf {
         let out = run(mcpvisor(&dir).args(["enable", name]));
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
+    // `enable` checks that the command exists; the program goes missing later
+    // (an uninstall, a typo in an edit), and the approval stands.
+    config["mcpServers"]["broken"] = json!({"command": "/nonexistent/mcp-server-git"});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
     dir
 }
 
@@ -225,7 +229,10 @@ fn mistakes_get_the_nearest_names_and_exact_commands() {
         said(&["call", "mcp__dmeo__echo"]),
         (
             Some(2),
-            "mcpvisor: no server `dmeo` in .mcp.json; did you mean `demo`?".into()
+            format!(
+                "mcpvisor: no server `dmeo` in {}; did you mean `demo`?",
+                dir.join(".mcp.json").display()
+            )
         )
     );
     assert_eq!(
@@ -423,9 +430,14 @@ fn a_warning_is_one_plain_line() {
     let out = run(mcpvisor(&dir).args(["enable", "demo"]));
     assert!(out.status.success());
     let out = run(mcpvisor(&dir).args(["call", "mcp__demo__echo", "text=x"]));
+    // The file found (upward from the working directory) is named absolutely.
+    let file = dir.join(".mcp.json");
     assert_eq!(
         text(&out.stderr),
-        "mcpvisor: warning: ignoring fields this version does not use (file: .mcp.json, fields: [\"mcpServers.demo.futureField\"])\n"
+        format!(
+            "mcpvisor: warning: ignoring fields this version does not use (file: {}, fields: [\"mcpServers.demo.futureField\"])\n",
+            file.display()
+        )
     );
 }
 

@@ -124,6 +124,26 @@ impl ApprovalStore {
         self.write(&file)
     }
 
+    /// Removes any decision for `server` of the project keyed `key` (nothing
+    /// to do when there is no approvals file).
+    pub fn forget(&self, key: &str, server: &str) -> Result<(), ApprovalError> {
+        if !self.path().exists() {
+            return Ok(());
+        }
+        let _lock = self.lock()?;
+        let mut file = self.read()?;
+        let Some(project) = file.projects.get_mut(key) else {
+            return Ok(());
+        };
+        if project.remove(server).is_none() {
+            return Ok(());
+        }
+        if project.is_empty() {
+            file.projects.remove(key);
+        }
+        self.write(&file)
+    }
+
     fn create_dir(&self) -> Result<(), ApprovalError> {
         Ok(private_file::create_dir(&self.dir)?)
     }
@@ -206,6 +226,14 @@ mod tests {
         store.set("/p/.mcp.json", "a", true).unwrap();
         store.set("/p/.mcp.json", "b", false).unwrap();
         assert!(store.is_approved("/p/.mcp.json", "a").unwrap());
+        store.set("/p/.mcp.json", "c", true).unwrap();
+        store.forget("/p/.mcp.json", "c").unwrap();
+        assert!(!store.is_approved("/p/.mcp.json", "c").unwrap());
+        assert!(
+            !std::fs::read_to_string(store.path())
+                .unwrap()
+                .contains("\"c\"")
+        );
         assert!(!store.is_approved("/p/.mcp.json", "b").unwrap());
         assert!(
             !store.is_approved("/other/.mcp.json", "a").unwrap(),

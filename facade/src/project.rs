@@ -11,6 +11,10 @@ use mcpvisor_auth::OAuth;
 use crate::approval::{ApprovalError, ApprovalStore};
 use crate::config::{ConfigError, EntryProblem, McpConfig, ServerEntry, TransportKind};
 
+mod enable;
+
+pub use enable::{EnableOptions, Enabled};
+
 /// Why a project could not be opened or changed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -27,6 +31,9 @@ pub enum ProjectError {
     /// The entry is not enabled (approved and not disabled): nothing of it is evaluated.
     #[error("server `{0}` is not enabled; run `mcpvisor enable {0}` first")]
     NotEnabled(String),
+    /// The entry is `"disabled": true` in the file; it is approved only when forced.
+    #[error("server `{0}` is \"disabled\": true in the file")]
+    DisabledInFile(String),
     /// No entry has that name.
     #[error("no server named `{0}` in the configuration")]
     UnknownServer(String),

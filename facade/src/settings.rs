@@ -12,6 +12,8 @@ use mcpvisor_actors::{RestartPolicy, SupervisorOptions};
 use mcpvisor_protocol::logging::LogLevel;
 use mcpvisor_protocol::revision::Versions;
 
+mod known_keys;
+
 /// The settings with their keys (as in `settings.toml`; the environment variable
 /// is `MCPVISOR_` + the key in upper case) and defaults.
 pub const KEYS: &[(&str, u64)] = &[
@@ -54,6 +56,17 @@ pub enum SettingsError {
     /// A layer could not be read or a value has the wrong type.
     #[error("settings: {0}")]
     Invalid(String),
+    /// `settings.toml` has a key that is not a setting (misspelt, or from
+    /// another version).
+    #[error("settings: unknown key `{key}` in {}; the keys are: {known}", file.display())]
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// The file.
+        file: PathBuf,
+        /// The keys there are, comma-separated.
+        known: String,
+    },
     /// No home directory could be determined.
     #[error("settings: no home directory: set MCPVISOR_HOME or HOME")]
     NoHome,
@@ -192,6 +205,7 @@ impl Settings {
             )
             .build()
             .map_err(invalid)?;
+        known_keys::refuse_unknown(&file_layer, &file)?;
         // Only this tool's variables, so a stray MCPVISOR_HOME is not a setting.
         let ours: config::Map<String, String> = env
             .iter()
@@ -548,6 +562,36 @@ mod tests {
         std::fs::write(home.join("settings.toml"), "sampling_command = [1]\n").unwrap();
         env.remove("MCPVISOR_SAMPLING_COMMAND");
         assert!(Settings::load_with(&Overrides::default(), &env).is_err());
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn an_unknown_key_in_the_file_is_an_error_naming_it() {
+        let home = std::env::temp_dir().join(format!("mcpvisor-unknown-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            home.join("settings.toml"),
+            "request_timeout_ms = 10\nrequest_timeout = 5000\n",
+        )
+        .unwrap();
+        let env: HashMap<String, String> = [(
+            "MCPVISOR_HOME".to_string(),
+            home.to_str().unwrap().to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
+        assert!(
+            matches!(&err, SettingsError::UnknownKey { key, .. } if key == "request_timeout"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("settings.toml"), "{err}");
+        let every = "request_timeout_ms = 1\nstartup_timeout_ms = 1\nrestart_initial_backoff_ms = 1\n\
+                     restart_max_backoff_ms = 1\nrestart_max_restarts = 1\nrestart_window_ms = 1\n\
+                     env_passthrough = []\nsampling_command = \"x\"\nlog_level = \"debug\"\n\
+                     protocol_versions = [\"2025-03-26\"]\n";
+        std::fs::write(home.join("settings.toml"), every).unwrap();
+        Settings::load_with(&Overrides::default(), &env).expect("every real key is accepted");
         let _ = std::fs::remove_dir_all(&home);
     }
 

@@ -107,7 +107,8 @@ impl ServerEntry {
     pub(super) fn from_raw(name: &str, raw: RawEntry) -> ServerEntry {
         let kind = match raw.kind.as_deref() {
             Some("stdio") => TransportKind::Stdio,
-            Some("http") => TransportKind::Http,
+            // Some hosts write the transport's full name.
+            Some("http" | "streamable-http") => TransportKind::Http,
             Some(other) => TransportKind::Other(other.to_string()),
             None if raw.url.is_some() && raw.command.is_none() => TransportKind::Http,
             None => TransportKind::Stdio,

@@ -46,6 +46,21 @@ pub enum ConfigError {
         /// What was expected there.
         expected: String,
     },
+    /// The file has neither `mcpServers` nor VS Code's `servers` object.
+    #[error(
+        "{}: no `mcpServers` object (nor VS Code's `servers`): not an MCP configuration",
+        path.display()
+    )]
+    NoServers {
+        /// Which file.
+        path: PathBuf,
+    },
+    /// The file has both `mcpServers` and `servers`: which one is meant is not clear.
+    #[error("{}: has both `mcpServers` and `servers`; keep one", path.display())]
+    BothServerKeys {
+        /// Which file.
+        path: PathBuf,
+    },
 }
 
 /// Why one entry cannot run. Each names the server and the field.
@@ -116,6 +131,26 @@ pub enum EntryProblem {
         server: String,
         /// The name as written (a name, not a value).
         name: String,
+    },
+    /// The program of a stdio entry is not where the child's `exec` would look.
+    #[error("server `{server}`: command `{command}` {reason}")]
+    CommandNotFound {
+        /// The entry.
+        server: String,
+        /// The program as written.
+        command: String,
+        /// Why: not on the `PATH`, does not exist, not executable.
+        reason: String,
+    },
+    /// The working directory of a stdio entry is missing.
+    #[error("server `{server}`: `cwd` {} {reason}", cwd.display())]
+    MissingCwd {
+        /// The entry.
+        server: String,
+        /// The directory the child would start in.
+        cwd: std::path::PathBuf,
+        /// Why.
+        reason: String,
     },
     /// A transport type this version does not run.
     #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]

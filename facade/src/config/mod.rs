@@ -9,12 +9,15 @@
 //! Fields this version does not know are kept out of the way and reported once.
 //! Environment and header values are secrets in every output.
 
+pub mod discover;
+pub mod edit;
 mod entry;
 mod error;
 pub mod expand;
 mod identity_provider;
 pub mod key_file;
 mod raw;
+pub mod runnable;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,12 +49,11 @@ impl McpConfig {
 
     /// Parses `text` as if read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<McpConfig, ConfigError> {
-        let (raw, unknown_fields) = raw::parse(text, path)?;
+        let (entries, unknown_fields) = raw::parse(text, path)?;
         if !unknown_fields.is_empty() {
             tracing::warn!(file = %path.display(), fields = ?unknown_fields, "ignoring fields this version does not use");
         }
-        let servers = raw
-            .mcp_servers
+        let servers = entries
             .into_iter()
             .map(|(name, entry)| {
                 let entry = ServerEntry::from_raw(&name, entry);
@@ -77,7 +79,7 @@ impl McpConfig {
 /// The largest `.mcp.json` read.
 pub const CONFIG_LIMIT: u64 = 16 * 1024 * 1024;
 
-fn read_config(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_config(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |source: std::io::Error| ConfigError::Io {

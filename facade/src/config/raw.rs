@@ -10,11 +10,17 @@ use serde_json::Value;
 use super::error::ConfigError;
 use super::identity_provider::RawIdentityProvider;
 
+/// The two shapes read: Claude Code's `{"mcpServers": {...}}` and VS Code's
+/// `{"servers": {...}}` (`.vscode/mcp.json`), whose entries have the same fields.
 #[derive(Deserialize)]
-pub(super) struct RawFile {
-    #[serde(rename = "mcpServers", default)]
-    pub(super) mcp_servers: BTreeMap<String, RawEntry>,
+struct RawFile {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<BTreeMap<String, RawEntry>>,
+    servers: Option<BTreeMap<String, RawEntry>>,
 }
+
+/// Which key of the file holds the entries.
+pub(super) const SERVER_KEYS: [&str; 2] = ["mcpServers", "servers"];
 
 /// One entry with every field this version understands; other fields are
 /// ignored (and reported once), so a file written for another host loads.
@@ -78,12 +84,30 @@ const KNOWN_FIELDS: &[&str] = &[
 ];
 
 /// Parses `text`; a type error anywhere fails the whole file with its path and position.
-pub(super) fn parse(text: &str, path: &Path) -> Result<(RawFile, Vec<String>), ConfigError> {
+/// A file with neither key, or both, is refused: an empty result would hide a
+/// file that is not an MCP configuration, or half of one that is.
+pub(super) fn parse(
+    text: &str,
+    path: &Path,
+) -> Result<(BTreeMap<String, RawEntry>, Vec<String>), ConfigError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let raw: RawFile =
         serde_path_to_error::deserialize(&mut de).map_err(|e| structural_error(e, path))?;
     de.end().map_err(|e| syntax_error(&e, path))?;
-    Ok((raw, unknown_fields(text)))
+    let servers = match (raw.mcp_servers, raw.servers) {
+        (Some(servers), None) | (None, Some(servers)) => servers,
+        (None, None) => {
+            return Err(ConfigError::NoServers {
+                path: path.to_path_buf(),
+            });
+        }
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::BothServerKeys {
+                path: path.to_path_buf(),
+            });
+        }
+    };
+    Ok((servers, unknown_fields(text)))
 }
 
 fn structural_error(e: serde_path_to_error::Error<serde_json::Error>, path: &Path) -> ConfigError {
@@ -130,20 +154,23 @@ fn expected_of(e: &serde_json::Error) -> String {
     }
 }
 
-/// `mcpServers.<name>.<field>` for every field this version ignores.
+/// `mcpServers.<name>.<field>` (or `servers.…`) for every field this version ignores.
 fn unknown_fields(text: &str) -> Vec<String> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    if let Some(Value::Object(servers)) = root.get("mcpServers") {
+    for top in SERVER_KEYS {
+        let Some(Value::Object(servers)) = root.get(top) else {
+            continue;
+        };
         for (name, entry) in servers {
             if let Value::Object(fields) = entry {
                 for key in fields
                     .keys()
                     .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()))
                 {
-                    out.push(format!("mcpServers.{name}.{key}"));
+                    out.push(format!("{top}.{name}.{key}"));
                 }
             }
         }

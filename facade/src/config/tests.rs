@@ -198,3 +198,41 @@ fn protocol_versions_per_entry_are_checked_when_resolved() {
         );
     }
 }
+
+#[test]
+fn a_vs_code_file_is_read_and_streamable_http_is_http() {
+    let text = r#"{"inputs": [], "servers": {
+        "files": {"type": "stdio", "command": "npx", "args": ["-y", "fs"], "env": {"K": "v"}, "envFile": "x"},
+        "remote": {"type": "streamable-http", "url": "https://h/mcp", "headers": {"A": "b"}}
+    }}"#;
+    let cfg = McpConfig::parse(text, Path::new("/p/.vscode/mcp.json")).unwrap();
+    assert_eq!(cfg.servers["files"].kind, TransportKind::Stdio);
+    assert_eq!(cfg.servers["files"].args, ["-y", "fs"]);
+    assert_eq!(cfg.servers["remote"].kind, TransportKind::Http);
+    assert!(
+        cfg.servers["remote"]
+            .resolve(&|_| None, Path::new("/p"))
+            .is_ok()
+    );
+    assert_eq!(cfg.unknown_fields, ["servers.files.envFile"]);
+}
+
+#[test]
+fn a_file_without_servers_or_with_both_keys_is_refused() {
+    for text in [
+        "{}",
+        r#"{"mcpServers": null}"#,
+        r#"{"mcp_servers": {"a": {}}}"#,
+    ] {
+        let err = McpConfig::parse(text, Path::new("p/.mcp.json")).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::NoServers { .. }),
+            "{text}: {err}"
+        );
+        assert!(err.to_string().contains("p/.mcp.json"), "{err}");
+    }
+    let both = r#"{"mcpServers": {}, "servers": {}}"#;
+    let err = McpConfig::parse(both, Path::new("p/.mcp.json")).unwrap_err();
+    assert!(matches!(err, ConfigError::BothServerKeys { .. }), "{err}");
+    assert!(McpConfig::parse(r#"{"mcpServers": {}}"#, Path::new("p")).is_ok());
+}

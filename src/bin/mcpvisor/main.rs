@@ -1,13 +1,18 @@
 //! The `mcpvisor` command line.
 //!
-//! It reads `--config PATH`, else `./.mcp.json`, and runs the entries approved
+//! It reads `--config PATH`, else the nearest `.mcp.json` in the working
+//! directory or above it, and runs the entries approved
 //! for that file (`mcpvisor enable <name>`); with no `.mcp.json` it runs the
 //! built-in demo server, so `mcpvisor tools` works anywhere.
 
 mod answers;
+mod approve;
 mod arguments;
 mod attached;
 mod describe;
+mod edit;
+mod entry_view;
+mod health;
 mod invocation;
 mod live;
 mod offered;
@@ -26,7 +31,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use mcpvisor::config::{FILE_NAME, process_env};
+use mcpvisor::config::discover::find_upward;
+use mcpvisor::config::process_env;
 use mcpvisor::project::Project;
 use mcpvisor::settings::{Overrides, Settings};
 use mcpvisor::{QualifiedMcpToolName, ServerSpec};
@@ -39,7 +45,8 @@ use mcpvisor_demo::DemoServerOptions;
     about = "Supervised MCP servers for agent hosts"
 )]
 struct Cli {
-    /// The `.mcp.json` to read (default: ./.mcp.json, else the built-in demo server).
+    /// The `.mcp.json` to read (default: the nearest .mcp.json here or in a parent
+    /// directory, else the built-in demo server).
     #[arg(long, global = true, help_heading = "Global options")]
     config: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -183,17 +190,46 @@ enum Command {
     /// Keep the servers running and serve their tools as one MCP server: on the
     /// local socket (where the other commands attach), and on stdio or HTTP.
     Serve(serve::ServeArgs),
-    /// List every entry of the configuration: type, approval, problems.
-    Servers,
-    /// Approve a server of the configuration (after checking that it can run).
-    Enable {
+    /// List every entry of the configuration: how it runs, its state, problems.
+    Servers {
+        /// Start each enabled server once (initialize, list tools, stop) and say
+        /// how it went; exits non-zero if any failed.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Add an entry to the .mcp.json: `add NAME -- COMMAND [ARGS…]` or
+    /// `add NAME --url URL` (the file is created when there is none).
+    Add(edit::AddArgs),
+    /// Remove an entry from the .mcp.json and withdraw its approval.
+    Remove {
         /// The entry's name.
         name: String,
     },
-    /// Withdraw a server's approval.
-    Disable {
+    /// Show one entry of the configuration (secrets redacted).
+    Get {
         /// The entry's name.
         name: String,
+    },
+    /// Approve servers of the configuration (after checking that each can run).
+    Enable {
+        /// The entries' names.
+        #[arg(required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every entry (those the file disables only with --force).
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
+        /// Approve entries that are `"disabled": true` in the file too (with a warning).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Withdraw servers' approval.
+    Disable {
+        /// The entries' names.
+        #[arg(required_unless_present = "all")]
+        names: Vec<String>,
+        /// Every entry.
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
     },
     /// Log in to an OAuth-protected HTTP server (opens the browser; the URL is printed too).
     Login {
@@ -318,10 +354,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     let invocation = invocation::Invocation {
         config: cli.config.clone(),
     };
-    let config_path = cli.config.clone().or_else(|| {
-        let default = PathBuf::from(FILE_NAME);
-        default.exists().then_some(default)
-    });
+    let config_path = cli
+        .config
+        .clone()
+        .or_else(|| find_upward(&std::env::current_dir().ok()?));
+    // Before the file is loaded: `add` creates it, or fixes one without entries.
+    if let Command::Add(args) = &cli.command {
+        return edit::add(args, config_path.as_deref(), cli.config.as_deref());
+    }
     let project = match &config_path {
         Some(path) => {
             Some(Project::open(path, &settings.home).map_err(|e| Failure(e.to_string(), 2))?)
@@ -329,9 +369,24 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         None => None,
     };
     match cli.command {
+        Command::Remove { name } => {
+            return edit::remove(project.as_ref(), &name, cli.config.as_deref());
+        }
+        Command::Get { name } => {
+            return edit::get(project.as_ref(), &name, cli.json, cli.config.as_deref());
+        }
+        Command::Servers { check: true } => {
+            return health::check(project.as_ref(), &settings, cli.json).await;
+        }
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
-        Command::Enable { name } => return offline::enable(project.as_ref(), &name),
-        Command::Disable { name } => return offline::disable(project.as_ref(), &name),
+        Command::Enable { names, all, force } => {
+            let selection = approve::Selection { names: &names, all };
+            return approve::enable(project.as_ref(), &settings, selection, force);
+        }
+        Command::Disable { names, all } => {
+            let selection = approve::Selection { names: &names, all };
+            return approve::disable(project.as_ref(), selection);
+        }
         Command::Login { name, headless } => {
             return offline::login(project.as_ref(), &name, headless).await;
         }
@@ -439,7 +494,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             Command::Restart { name } => attached::restart(&mut client, &name).await,
             Command::Reload => attached::reload(&mut client, cli.json).await,
-            Command::Servers => {
+            Command::Servers { .. } => {
                 let live = attached::live_servers(&mut client).await?;
                 offline::servers(project.as_ref(), &settings, cli.json, Some(&live))
             }
@@ -447,7 +502,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         };
     }
     match command {
-        Command::Servers => return offline::servers(project.as_ref(), &settings, cli.json, None),
+        Command::Servers { .. } => {
+            return offline::servers(project.as_ref(), &settings, cli.json, None);
+        }
         Command::Reload => {
             return Err(Failure(
                 "no `mcpvisor serve` runs for this configuration; there is nothing to reload"

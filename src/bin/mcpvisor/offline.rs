@@ -1,5 +1,5 @@
-//! Commands that only read or change configuration: `servers`, `enable`,
-//! `disable`, `settings`. They start nothing.
+//! Commands that only read configuration or log in: `servers`, `settings`,
+//! `login`, `logout`. They start no server.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use mcpvisor::transports::http_client;
 use serde_json::{Value, json};
 
 use crate::Failure;
+use crate::entry_view;
 
 fn need(project: Option<&Project>) -> Result<&Project, Failure> {
     project.ok_or_else(|| Failure("no .mcp.json here; pass --config PATH".into(), 2))
@@ -39,10 +40,11 @@ pub(crate) fn servers(
         if json {
             println!(
                 "{}",
-                json!([{"name": "demo", "type": "stdio", "source": "built-in", "enabled": true, "approved": true, "problems": [], "running": running("demo")}])
+                json!([{"name": "demo", "type": "stdio", "source": "built-in", "config": null, "enabled": true, "approved": true, "problems": [], "running": running("demo")}])
             );
         } else {
-            println!("demo                 stdio  built-in demo server (no .mcp.json here)");
+            println!("config: none here or above; the built-in demo server runs");
+            println!("demo                 stdio  built-in demo server");
             if let Some(s) = running("demo") {
                 println!("    {}", crate::attached::live_line(s));
             }
@@ -52,12 +54,24 @@ pub(crate) fn servers(
     let statuses = project
         .statuses(&process_env)
         .map_err(|e| Failure(e.to_string(), 2))?;
+    // Absolute, so it says which file whatever the directory it is read from.
+    let config = std::path::absolute(&project.config.path)
+        .unwrap_or_else(|_| project.config.path.clone())
+        .display()
+        .to_string();
+    let entry = |name: &str| project.config.servers.get(name);
     if json {
         let all: Vec<Value> = statuses
             .iter()
             .map(|s| {
+                let shown = entry(&s.name).map(entry_view::entry_json);
+                let field = |key: &str| shown.as_ref().map_or(Value::Null, |e| e[key].clone());
                 json!({
                     "name": s.name, "type": s.kind.to_string(), "source": s.source.display().to_string(),
+                    "config": config,
+                    "command": field("command"), "args": field("args"), "url": field("url"),
+                    "target": field("target"),
+                    "state": entry_view::state(s),
                     "approved": s.approved, "disabled": s.disabled, "enabled": s.enabled,
                     "auth": auth_state(project, &s.name),
                     "environment": environment(&s.name),
@@ -69,19 +83,15 @@ pub(crate) fn servers(
         println!("{}", Value::Array(all));
         return Ok(ExitCode::SUCCESS);
     }
+    println!("config: {config}");
     for s in &statuses {
-        let state = match (s.enabled, s.approved, s.disabled) {
-            (true, _, _) => "enabled",
-            (false, _, true) => "disabled in file",
-            (false, false, false) => "not approved",
-            (false, true, false) => "approved",
-        };
         println!(
             "{:<20} {:<6} {:<17} {}",
             crate::output::clean_line(&s.name),
-            s.kind,
-            state,
-            s.source.display()
+            // `to_string` first: the kind's `Display` ignores the width.
+            s.kind.to_string(),
+            entry_view::state(s),
+            entry(&s.name).map(entry_view::target).unwrap_or_default()
         );
         let names = environment(&s.name);
         if !names.is_empty() {
@@ -94,33 +104,6 @@ pub(crate) fn servers(
             println!("    {}", crate::attached::live_line(live));
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub(crate) fn enable(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
-    let project = need(project)?;
-    match project.enable(name, &process_env) {
-        Ok(()) => {
-            println!("enabled `{name}` for {}", project.config.path.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(mcpvisor::project::ProjectError::Invalid { server, problems }) => {
-            eprintln!("mcpvisor: `{server}` was not enabled:");
-            for p in problems {
-                eprintln!("    {}", crate::output::clean_line(&p.to_string()));
-            }
-            Ok(ExitCode::from(1))
-        }
-        Err(e) => Err(Failure(e.to_string(), 1)),
-    }
-}
-
-pub(crate) fn disable(project: Option<&Project>, name: &str) -> Result<ExitCode, Failure> {
-    let project = need(project)?;
-    project
-        .disable(name)
-        .map_err(|e| Failure(e.to_string(), 1))?;
-    println!("disabled `{name}` for {}", project.config.path.display());
     Ok(ExitCode::SUCCESS)
 }
 
