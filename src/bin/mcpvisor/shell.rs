@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::{Cli, Failure};
+use crate::Failure;
+use crate::cli::Cli;
 
 /// Prints the completion script for `shell`.
 pub(crate) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
