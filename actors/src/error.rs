@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpvisor_protocol::human;
+
 use mcpvisor_protocol::ErrorObject;
 use mcpvisor_protocol::listing::ListingError;
 use mcpvisor_protocol::messages::ResultError;
@@ -26,7 +28,7 @@ pub enum CallError {
         server: Arc<str>,
     },
     /// This call ran longer than its timeout; the connection was terminated.
-    #[error("call to server `{server}` timed out after {after:?}; the connection was restarted")]
+    #[error("call to server `{server}` timed out after {}; the connection was restarted", human::duration(*after))]
     Timeout {
         /// Which server.
         server: Arc<str>,
@@ -171,10 +173,10 @@ pub enum ConnectionError {
     #[error("initialize failed: {0}")]
     Initialize(#[from] InitializeFailure),
     /// Initialize plus the first full tools/list did not finish in time.
-    #[error("startup did not finish within {0:?}")]
+    #[error("startup did not finish within {}", human::duration(*.0))]
     StartupTimeout(Duration),
     /// A request timed out.
-    #[error("a request timed out after {0:?}")]
+    #[error("a request timed out after {}", human::duration(*.0))]
     RequestTimeout(Duration),
     /// The server broke the protocol in a way the connection cannot survive.
     #[error("protocol error: {0}")]

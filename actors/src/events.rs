@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::QualifiedMcpToolName;
+use mcpvisor_protocol::human;
 use mcpvisor_protocol::messages::{LogMessageParams, ProgressParams};
 use tokio::sync::broadcast;
 
@@ -149,6 +150,7 @@ pub enum HostEvent {
 impl fmt::Display for HostEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let line = match self {
+            HostEvent::ServerStarting { server, attempt: 0 } => format!("{server}: starting"),
             HostEvent::ServerStarting { server, attempt } => {
                 format!("{server}: starting (attempt {attempt})")
             }
@@ -163,7 +165,10 @@ impl fmt::Display for HostEvent {
                     .as_ref()
                     .map(|p| format!(", protocol {p}"))
                     .unwrap_or_default();
-                format!("{server}: ready, {tools} tools{protocol}{pid}")
+                format!(
+                    "{server}: ready, {}{protocol}{pid}",
+                    human::count(*tools, "tool")
+                )
             }
             HostEvent::ServerRestarting {
                 server,
@@ -171,14 +176,15 @@ impl fmt::Display for HostEvent {
                 backoff,
                 reason,
             } => {
-                format!("{server}: down ({reason}); restart {attempt} in {backoff:?}")
+                let backoff = human::duration(*backoff);
+                format!("{server}: down ({reason}); restart {attempt} in {backoff}")
             }
             HostEvent::ServerFailed { server, reason } => {
                 format!("{server}: failed, not restarting: {reason}")
             }
             HostEvent::ServerStopped { server } => format!("{server}: stopped"),
             HostEvent::ToolsChanged { server, tools } => {
-                format!("{server}: {} tools routed", tools.len())
+                format!("{server}: {} routed", human::count(tools.len(), "tool"))
             }
             HostEvent::RouteConflict { name, servers } => {
                 let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();

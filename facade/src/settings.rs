@@ -167,10 +167,27 @@ fn string_setting(
         None => match file_layer.get::<String>(key) {
             Ok(value) => (Some(value), Source::File(file.to_path_buf())),
             Err(config::ConfigError::NotFound(_)) => (None, Source::Default),
-            Err(e) => return Err(SettingsError::Invalid(format!("`{key}`: {e}"))),
+            Err(e) => return Err(value_error(key, file, e)),
         },
     };
     Ok((value.filter(|v| !v.trim().is_empty()), source))
+}
+
+/// A setting whose value is not of its type: the key once, the file as
+/// found (absolute), not the `config` crate's relative origin.
+fn value_error(key: &str, file: &Path, e: config::ConfigError) -> SettingsError {
+    match e {
+        config::ConfigError::Type {
+            unexpected,
+            expected,
+            ..
+        } => SettingsError::Invalid(format!(
+            "`{key}` must be {expected}, not {unexpected} ({} or its environment variable {})",
+            file.display(),
+            env_var(key)
+        )),
+        other => SettingsError::Invalid(format!("`{key}`: {other}")),
+    }
 }
 
 impl Settings {
@@ -233,9 +250,7 @@ impl Settings {
         let merged = builder.build().map_err(invalid)?;
         let mut values = HashMap::new();
         for (key, _) in KEYS {
-            let value: u64 = merged
-                .get(key)
-                .map_err(|e| SettingsError::Invalid(format!("`{key}`: {e}")))?;
+            let value: u64 = merged.get(key).map_err(|e| value_error(key, &file, e))?;
             let source = if overrides.values.iter().any(|(k, _)| k == key) {
                 Source::CommandLine
             } else if ours.contains_key(&env_var(key)) {

@@ -20,6 +20,7 @@ pub mod client_offers;
 pub mod completion;
 pub mod elicitation;
 pub mod frame;
+pub mod human;
 pub mod icons;
 pub mod jsonrpc;
 pub mod listing;

@@ -27,7 +27,10 @@ pub fn state_text(state: &ServerState) -> String {
             attempt,
             backoff,
             reason,
-        } => format!("restarting (attempt {attempt}, in {backoff:?}): {reason}"),
+        } => format!(
+            "restarting (attempt {attempt}, in {}): {reason}",
+            mcpvisor_protocol::human::duration(*backoff)
+        ),
         ServerState::Failed { reason } => format!("failed: {reason}"),
         ServerState::LoginRequired { reason } => format!("login required: {reason}"),
         _ => "stopped".into(),

@@ -46,6 +46,26 @@ impl Project {
         if entry.disabled && !options.force {
             return Err(ProjectError::DisabledInFile(name.to_string()));
         }
+        self.check_runnable(name, lookup, &options.passthrough)?;
+        self.store.set(&self.key, name, true)?;
+        Ok(if entry.disabled {
+            Enabled::DisabledInFile
+        } else {
+            Enabled::Approved
+        })
+    }
+
+    /// What [`Project::enable_checked`] checks, without approving: `name`
+    /// resolves, and a stdio server's program and `cwd` are where the child
+    /// will look. Lets a command that would suggest `enable` first see whether
+    /// `enable` would succeed.
+    pub fn check_runnable(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        passthrough: &[String],
+    ) -> Result<(), ProjectError> {
+        let entry = self.entry(name)?;
         let spec = entry
             .resolve(lookup, &self.config.base_dir())
             .and_then(|spec| self.with_oauth(entry, spec, lookup))
@@ -56,7 +76,7 @@ impl Project {
         if let TransportSpec::Stdio(stdio) = &spec.transport {
             let host = |n: &str| lookup(n).map(OsString::from);
             let written = entry.command.as_deref().unwrap_or_default();
-            let problems = start_problems(name, written, stdio, &options.passthrough, &host);
+            let problems = start_problems(name, written, stdio, passthrough, &host);
             if !problems.is_empty() {
                 return Err(ProjectError::Invalid {
                     server: name.to_string(),
@@ -64,12 +84,7 @@ impl Project {
                 });
             }
         }
-        self.store.set(&self.key, name, true)?;
-        Ok(if entry.disabled {
-            Enabled::DisabledInFile
-        } else {
-            Enabled::Approved
-        })
+        Ok(())
     }
 
     /// Forgets whatever was decided for `name` (whether or not the file still

@@ -56,6 +56,9 @@ impl Given {
                     .map_err(|e| format!("cannot read arguments from `{path}`: {e}"))?;
                 given.object = object(&bounded(file, path)?, path)?;
             }
+            [one] if one.trim_start().starts_with('[') => {
+                return Err("the arguments must be a JSON object, not an array".into());
+            }
             many => words.extend(many),
         }
         words.extend(flagged);

@@ -92,7 +92,10 @@ pub(crate) async fn call(
     let value = match answer {
         Ok(value) => value,
         Err(ClientError::Cancelled) => {
-            eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
+            output::error(
+                "call cancelled (the server was sent notifications/cancelled)",
+                json,
+            );
             return Ok(ExitCode::from(code.unwrap_or(130)));
         }
         Err(ClientError::Rpc(e)) => {
@@ -103,17 +106,36 @@ pub(crate) async fn call(
     };
     let result = CallToolResult::parse(value)
         .map_err(|e| Failure(format!("serve sent an invalid tool result: {e}"), 1))?;
-    output::took(started);
-    if json {
-        println!("{}", result.to_value());
-    } else {
-        println!("{}", output::result_text(&result));
-    }
+    output::print_result(name, &result, json, started);
     Ok(if result.is_error {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Each of `names` is a server of the running `serve`; else a usage error
+/// naming the nearest.
+pub(crate) async fn check_names(client: &mut Client, names: &[String]) -> Result<(), Failure> {
+    let live = live_servers(client).await?;
+    let known: Vec<&str> = live.iter().filter_map(|s| s["name"].as_str()).collect();
+    for name in names {
+        if known.contains(&name.as_str()) {
+            continue;
+        }
+        let hint = match crate::suggest::nearest(name, &known) {
+            Some(close) => format!("; did you mean `{close}`?"),
+            None => format!("; its servers: {}", known.join(", ")),
+        };
+        return Err(Failure(
+            format!(
+                "no server `{}` in the running serve{hint}",
+                output::clean_line(name)
+            ),
+            2,
+        ));
+    }
+    Ok(())
 }
 
 /// Whether the server a qualified `name` names is ready in the running

@@ -152,8 +152,8 @@ pub(crate) enum Command {
     /// Make the running `mcpvisor serve` read its `.mcp.json` again (as SIGHUP does):
     /// added, removed and changed entries start, stop or restart; the rest keep running.
     Reload,
-    /// Restart a server of the running `mcpvisor serve` (one that is down or failed
-    /// comes back at once, with a fresh restart budget).
+    /// Bring back a server of the running `mcpvisor serve` that is down or failed
+    /// (at once, with a fresh restart budget); a running server is left alone.
     Restart {
         /// The server's name.
         name: String,

@@ -171,6 +171,14 @@ pub(crate) fn add(
             .map_err(|e| Failure(format!("no working directory: {e}"), 1))?
             .join(FILE_NAME),
     };
+    // clap's `requires` does not hold against a trailing command: checked here.
+    if args.url.is_none() && !args.headers.is_empty() {
+        return Err(Failure(
+            "`--header` is for an HTTP server (`--url`); a stdio server gets variables with `--env`"
+                .into(),
+            2,
+        ));
+    }
     let env = pairs(&args.env, "--env", '=')?;
     let headers = pairs(&args.headers, "--header", ':')?;
     let entry = match (&args.url, args.command.split_first()) {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::Failure;
 use crate::approve::problem_text;
 use crate::entry_view;
-use crate::output::{clean_line, state_text};
+use crate::output::{self, clean_line, state_text};
 
 /// How one server's check went.
 struct Outcome {
@@ -59,8 +59,22 @@ pub(crate) async fn check(
             specs
         }
     };
-    let checks = specs.into_iter().map(|spec| check_one(spec, settings));
-    outcomes.extend(futures::future::join_all(checks).await);
+    // Each line as its check ends: a slow server holds up only its own.
+    if !json {
+        for o in &outcomes {
+            print_outcome(o);
+        }
+    }
+    let mut checks: futures::stream::FuturesUnordered<_> = specs
+        .into_iter()
+        .map(|spec| check_one(spec, settings))
+        .collect();
+    while let Some(outcome) = futures::StreamExt::next(&mut checks).await {
+        if !json {
+            print_outcome(&outcome);
+        }
+        outcomes.push(outcome);
+    }
     outcomes.sort_by(|a, b| a.name.cmp(&b.name));
     let failed = outcomes.iter().any(|o| o.result.is_err());
     if json {
@@ -72,17 +86,6 @@ pub(crate) async fn check(
         );
         println!("{}", Value::Array(all));
     } else {
-        for o in &outcomes {
-            let name = clean_line(&o.name);
-            match &o.result {
-                Ok((tools, took)) => println!(
-                    "{name}: ok, {tools} tool{}, {} ms",
-                    if *tools == 1 { "" } else { "s" },
-                    took.as_millis()
-                ),
-                Err(why) => println!("{name}: failed: {}", clean_line(why)),
-            }
-        }
         for (name, state) in &skipped {
             println!("{}: not checked ({state})", clean_line(name));
         }
@@ -92,6 +95,18 @@ pub(crate) async fn check(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn print_outcome(o: &Outcome) {
+    let name = clean_line(&o.name);
+    match &o.result {
+        Ok((tools, took)) => println!(
+            "{name}: ok, {}, {}",
+            output::count(*tools, "tool"),
+            output::duration(*took)
+        ),
+        Err(why) => println!("{name}: failed: {}", clean_line(why)),
+    }
 }
 
 fn outcome_json(o: &Outcome) -> Value {
@@ -127,7 +142,7 @@ async fn check_one(spec: ServerSpec, settings: &Settings) -> Outcome {
         Some((ServerState::Starting { .. }, _)) => {
             Err(format!("not ready within {} ms", startup.as_millis()))
         }
-        Some((ServerState::Failed { reason }, _)) => Err(clean_line(&reason.to_string())),
+        Some((state @ ServerState::Failed { .. }, _)) => Err(crate::oneshot::why(state)),
         Some((state, _)) => Err(state_text(state)),
         None => Err("did not start".to_string()),
     };

@@ -9,6 +9,7 @@ use futures::StreamExt;
 use mcpvisor::{CallError, CallOptions, Host, QualifiedMcpToolName, ToolDefinition};
 use serde_json::Value;
 
+use crate::invocation::Invocation;
 use crate::progress::Progress;
 use crate::{Failure, suggest};
 
@@ -27,6 +28,7 @@ pub(crate) fn print_tools(tools: &[ToolDefinition], servers: &[String], json: bo
 pub(crate) fn find<'a>(
     tools: &'a [ToolDefinition],
     name: &str,
+    invocation: &Invocation,
 ) -> Result<&'a ToolDefinition, Failure> {
     if let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) {
         return Ok(tool);
@@ -56,8 +58,9 @@ pub(crate) fn find<'a>(
         ([one], _) => format!("; did you mean `{one}`?"),
         ([], 0) => String::new(),
         ([], n) => format!(
-            "; `{server}` has {} (`mcpvisor tools {server}` lists them)",
-            output::count(n, "tool")
+            "; `{server}` has {} (`{}` lists them)",
+            output::count(n, "tool"),
+            invocation.command(&["tools", &server])
         ),
         (many, _) => format!("; did you mean one of: {}?", many.join(", ")),
     };
@@ -92,7 +95,7 @@ pub(crate) async fn call(
             canceller.cancel();
             let _ = pending.await;
             progress.finish();
-            eprintln!("mcpvisor: call cancelled (the server was sent notifications/cancelled)");
+            output::error("call cancelled (the server was sent notifications/cancelled)", json);
             return ExitCode::from(code);
         }
     };
@@ -101,12 +104,7 @@ pub(crate) async fn call(
     progress.finish();
     match result {
         Ok(r) => {
-            output::took(started);
-            if json {
-                println!("{}", r.to_value());
-            } else {
-                println!("{}", output::result_text(&r));
-            }
+            output::print_result(name, &r, json, started);
             if r.is_error {
                 ExitCode::FAILURE
             } else {
@@ -117,6 +115,11 @@ pub(crate) async fn call(
             let message = match &e {
                 // The tool went away between the listing and the call (its server restarted).
                 CallError::UnknownTool(_) => format!("{e}; its server may have restarted"),
+                // One-shot: nothing is restarted, the command ends with the call.
+                CallError::Timeout { server, after } => format!(
+                    "server `{server}` did not answer within {}",
+                    output::duration(*after)
+                ),
                 _ => e.to_string(),
             };
             output::error(&message, json);

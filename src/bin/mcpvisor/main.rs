@@ -42,6 +42,7 @@ use crate::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     diagnostics(&cli);
+    quiet_when_the_reader_leaves();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Serve(args) = &cli.command {
         builder.worker_threads(args.worker_threads());
@@ -58,6 +59,27 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(Duration::from_millis(200));
     answers::release_terminal();
     code
+}
+
+/// `mcpvisor tools | head -1`: once the reader is gone, the next print
+/// fails. SIGPIPE stays ignored (a server that dies while it is written to
+/// must not take mcpvisor with it), so that failure is a panic of `println!`;
+/// it ends the process quietly, as a killed `ls` would (141), instead of with
+/// a panic message. Servers go with it (their parent-death signal).
+fn quiet_when_the_reader_leaves() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        report(info);
+    }));
 }
 
 /// Where diagnostics go: stderr (stdout carries results, and the protocol for
@@ -223,6 +245,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         attach(&settings, config_path.as_deref(), answers).await?
     };
     if let Some(mut client) = attached {
+        // The servers named must be the running serve's, as they must be the file's.
+        if let oneshot::Needed::Servers(names) = &needed {
+            attached::check_names(&mut client, names).await?;
+        }
         return match command {
             Command::Tools { servers } => {
                 let tools = attached::all_tools(&mut client).await?;
@@ -230,13 +256,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             Command::Describe { name } => {
                 let tools = attached::all_tools(&mut client).await?;
-                describe::describe(live::find(&tools, &name)?, cli.json)
+                describe::describe(live::find(&tools, &name, &invocation)?, cli.json)
             }
             Command::Call {
                 name, timeout_ms, ..
             } => {
                 let tools = attached::all_tools(&mut client).await?;
-                let schema = match live::find(&tools, &name) {
+                let schema = match live::find(&tools, &name, &invocation) {
                     Ok(tool) => tool.input_schema.clone(),
                     // Its server is down in the running serve, which says
                     // what to do when the call reaches it.
@@ -301,7 +327,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         _ => {}
     }
-    let specs = oneshot::specs_for(project.as_ref(), &needed, &invocation)?;
+    let specs = oneshot::specs_for(project.as_ref(), &settings, &needed, &invocation)?;
     let long_running = matches!(command, Command::Watch);
     let (host, startup) =
         oneshot::start(specs, &settings, answers::handler(&settings)?, long_running).await?;
@@ -318,24 +344,25 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::from(code));
         }
     };
-    let some_failed = oneshot::report(&statuses);
-    // A command for one server whose server did not start has said all there is.
-    if let (true, oneshot::Needed::Servers(names)) = (some_failed, &needed) {
+    let failed = oneshot::failures(&statuses);
+    // A command for one server whose server did not start: that is its failure.
+    if let (Some(first), oneshot::Needed::Servers(names)) = (failed.first(), &needed) {
         if names.len() == 1 && !matches!(command, Command::Tools { .. }) {
             host.shutdown().await;
-            return Ok(ExitCode::FAILURE);
+            return Err(Failure(oneshot::sentence(first), 1));
         }
     }
+    oneshot::report(&failed, cli.json);
+    let some_failed = !failed.is_empty();
     let outcome = match command {
         Command::Tools { servers } => Ok(live::print_tools(&host.tools(), &servers, cli.json)),
-        Command::Describe { name } => {
-            live::find(&host.tools(), &name).and_then(|tool| describe::describe(tool, cli.json))
-        }
+        Command::Describe { name } => live::find(&host.tools(), &name, &invocation)
+            .and_then(|tool| describe::describe(tool, cli.json)),
         Command::Call {
             name, timeout_ms, ..
         } => {
             let tools = host.tools();
-            match live::find(&tools, &name) {
+            match live::find(&tools, &name, &invocation) {
                 Err(e) => Err(e),
                 Ok(tool) => match call_arguments.build(&tool.input_schema) {
                     Err(m) => Err(Failure(m, 2)),

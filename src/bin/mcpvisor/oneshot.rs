@@ -31,6 +31,7 @@ pub(crate) enum Needed {
 /// is an error saying why and what to run.
 pub(crate) fn specs_for(
     project: Option<&Project>,
+    settings: &Settings,
     needed: &Needed,
     invocation: &Invocation,
 ) -> Result<Vec<ServerSpec>, Failure> {
@@ -85,13 +86,17 @@ pub(crate) fn specs_for(
                 ));
             }
             if !status.approved {
-                return Err(Failure(
-                    format!(
-                        "server `{name}` is not approved to run; run `{}`",
-                        invocation.command(&["enable", name])
+                let enable = invocation.command(&["enable", name]);
+                // Suggest `enable` only where it would succeed.
+                let passthrough = settings.env_passthrough().0;
+                let message = match project.check_runnable(name, &process_env, passthrough) {
+                    Ok(()) => format!("server `{name}` is not approved to run; run `{enable}`"),
+                    Err(e) => format!(
+                        "server `{name}` is not approved, and cannot run as written: {}; fix it, then run `{enable}`",
+                        clean_line(&e.to_string())
                     ),
-                    2,
-                ));
+                };
+                return Err(Failure(message, 2));
             }
             if let Some(problem) = status.problems.first() {
                 return Err(Failure(
@@ -144,19 +149,32 @@ pub(crate) async fn start(
     Ok((host, startup))
 }
 
-/// Reports each server that did not become ready, one line each; true when
-/// one did not.
-pub(crate) fn report(statuses: &[ServerStatus]) -> bool {
-    let mut failed = false;
-    for s in statuses.iter().filter(|s| s.state != ServerState::Ready) {
-        failed = true;
-        eprintln!(
-            "mcpvisor: `{}` did not start: {}",
-            clean_line(&s.name),
-            clean_line(&why(&s.state))
-        );
+/// The servers that did not become ready, each with why.
+pub(crate) fn failures(statuses: &[ServerStatus]) -> Vec<(String, String)> {
+    statuses
+        .iter()
+        .filter(|s| s.state != ServerState::Ready)
+        .map(|s| (s.name.to_string(), why(&s.state)))
+        .collect()
+}
+
+/// One failure as a sentence.
+pub(crate) fn sentence((name, why): &(String, String)) -> String {
+    format!("`{}` did not start: {}", clean_line(name), clean_line(why))
+}
+
+/// Reports `failures` on stderr: a line each, or a JSON line each with `--json`.
+pub(crate) fn report(failures: &[(String, String)], json: bool) {
+    for failure in failures {
+        if json {
+            eprintln!(
+                "{}",
+                serde_json::json!({"server": failure.0, "error": format!("did not start: {}", failure.1)})
+            );
+        } else {
+            eprintln!("mcpvisor: {}", sentence(failure));
+        }
     }
-    failed
 }
 
 /// Why a server is not ready, as a person would put it.

@@ -76,27 +76,29 @@ pub(crate) fn fit(text: &str, room: usize) -> String {
     out
 }
 
-/// `n noun`, with the plural people use: "1 tool", "3 tools".
-pub(crate) fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
+pub(crate) use mcpvisor::protocol::human::{count, duration};
 
-/// A duration as people say it: "235 ms", "1.2 s", "3 min 5 s".
-pub(crate) fn duration(d: std::time::Duration) -> String {
-    let ms = d.as_millis();
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1000..=59_999 => format!("{:.1} s", d.as_secs_f64()),
-        _ => format!("{} min {} s", d.as_secs() / 60, d.as_secs() % 60),
+/// A call's result: the result on stdout (its JSON with `--json`), then on
+/// stderr whether the tool said it failed (the exit code says it too) and,
+/// on a terminal, how long it took.
+pub(crate) fn print_result(name: &str, r: &CallToolResult, json: bool, since: std::time::Instant) {
+    if json {
+        println!("{}", r.to_value());
+        return;
     }
+    println!("{}", result_text(r));
+    if r.is_error {
+        let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
+        anstream::eprintln!(
+            "{red}mcpvisor: `{}` reported an error{red:#}",
+            clean_line(name)
+        );
+    }
+    took(since);
 }
 
 /// After a call, on a terminal: how long it took, dimmed, on stderr.
-pub(crate) fn took(since: std::time::Instant) {
+fn took(since: std::time::Instant) {
     use std::io::IsTerminal;
     if std::io::stderr().is_terminal() {
         let dim = anstyle::Style::new().dimmed();

@@ -24,10 +24,10 @@ pub(crate) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
         _ => "",
     };
     let mut out = std::io::stdout().lock();
-    out.write_all(&script)
-        .and_then(|()| out.write_all(extra.as_bytes()))
-        .map_err(|e| Failure(format!("cannot write the script: {e}"), 1))?;
-    Ok(ExitCode::SUCCESS)
+    let written = out
+        .write_all(&script)
+        .and_then(|()| out.write_all(extra.as_bytes()));
+    finished(written, "the script")
 }
 
 /// Prints the man page (roff) of `mcpvisor`, its commands listed.
@@ -36,19 +36,29 @@ pub(crate) fn man() -> Result<ExitCode, Failure> {
     let mut roff = Vec::new();
     page.render(&mut roff)
         .map_err(|e| Failure(format!("cannot render the man page: {e}"), 1))?;
-    std::io::stdout()
-        .lock()
-        .write_all(&roff)
-        .map_err(|e| Failure(format!("cannot write the man page: {e}"), 1))?;
-    Ok(ExitCode::SUCCESS)
+    let written = std::io::stdout().lock().write_all(&roff);
+    finished(written, "the man page")
+}
+
+/// A reader that stopped early (`| head`) is no failure.
+fn finished(written: std::io::Result<()>, what: &str) -> Result<ExitCode, Failure> {
+    match written {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(141)),
+        Err(e) => Err(Failure(format!("cannot write {what}: {e}"), 1)),
+    }
 }
 
 const BASH_TOOLS: &str = r#"
 # Qualified tool names from a running `mcpvisor serve`, after `call` and `describe`.
 _mcpvisor_with_tools() {
-    local prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local prev="${COMP_WORDS[COMP_CWORD-1]}" config=() i
+    # The names of the serve for the file this command line names.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ "${COMP_WORDS[i]}" == "--config" ]]; then config=(--config "${COMP_WORDS[i+1]}"); fi
+    done
     if [[ "$prev" == "call" || "$prev" == "describe" ]]; then
-        COMPREPLY=( $(compgen -W "$(mcpvisor tool-names 2>/dev/null)" -- "${COMP_WORDS[COMP_CWORD]}") )
+        COMPREPLY=( $(compgen -W "$(mcpvisor "${config[@]}" tool-names 2>/dev/null)" -- "${COMP_WORDS[COMP_CWORD]}") )
         return 0
     fi
     _mcpvisor "$@"

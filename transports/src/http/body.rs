@@ -39,8 +39,21 @@ pub(crate) fn kind(resp: &reqwest::Response) -> Kind {
 }
 
 pub(crate) fn http_error(e: reqwest::Error) -> TransportError {
-    // Without the URL: a query string may carry a credential.
-    TransportError::Http(e.without_url().to_string())
+    // Without the URL: a query string may carry a credential. With the causes
+    // below it ("connection refused", "dns error"), which reqwest's own text
+    // leaves out; they name no URL.
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    TransportError::Http(text.chars().take(400).collect())
 }
 
 /// Reads a whole body, failing once it passes `limit` bytes. A body that
