@@ -274,6 +274,7 @@ fn add_refuses_an_existing_or_invalid_name_and_changes_nothing() {
         &["add", "env", "--env", "NOEQUALS", "--", "x"],
         &["add", "nothing"],
         &["add", "both", "--url", "https://x.example/", "--", "x"],
+        &["add", "stdio", "--header", "A: b", "--", "x"],
     ] {
         let out = s.run(args);
         assert!(!out.ok(), "{args:?}: {}", out.all());

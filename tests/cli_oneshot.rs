@@ -481,3 +481,62 @@ fn completions_and_the_man_page_come_from_the_commands() {
     assert!(out.status.success());
     assert_eq!(text(&out.stdout), "");
 }
+
+#[test]
+fn a_reader_that_leaves_early_and_json_failures_are_handled() {
+    let dir = project("manners");
+    // `| head -c0`: the reader is gone before the first line; no panic, 141 as for `ls`.
+    for args in [
+        &["describe", "mcp__demo__add"][..],
+        &["--json", "tools", "demo"][..],
+    ] {
+        let mut child = mcpvisor(&dir)
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(
+            matches!(out.status.code(), Some(141) | Some(0)),
+            "{:?}",
+            out.status
+        );
+    }
+    // With --json, a needed server that did not start is a JSON error on stdout.
+    let out = run(mcpvisor(&dir).args(["--json", "call", "mcp__broken__git_log"]));
+    assert_eq!(out.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        error["error"],
+        "`broken` did not start: command not found: /nonexistent/mcp-server-git"
+    );
+    // `enable` is suggested only where it would succeed.
+    let config = json!({"mcpServers": {
+        "fresh": {"command": DEMO, "args": ["demo-server"]},
+        "unset": {"command": DEMO, "args": ["demo-server"], "env": {"K": "${MCPVISOR_TEST_UNSET_VAR}"}},
+    }});
+    let other = dir.join("other.json");
+    std::fs::write(&other, config.to_string()).unwrap();
+    let config = other.to_str().unwrap();
+    let said = |name: &str| {
+        let tool = format!("mcp__{name}__echo");
+        let out = run(mcpvisor(&dir).args(["--config", config, "call", &tool]));
+        text(&out.stderr)
+    };
+    assert!(
+        said("fresh").contains("is not approved to run; run `mcpvisor --config"),
+        "{}",
+        said("fresh")
+    );
+    let unset = said("unset");
+    assert!(
+        unset.contains("cannot run as written") && unset.contains("MCPVISOR_TEST_UNSET_VAR"),
+        "{unset}"
+    );
+}

@@ -309,6 +309,15 @@ fn attached_commands_share_the_servers_of_the_running_serve() {
     );
     let echoed = run_ok(&dir, &["call", "mcp__demo__echo", r#"{"text":"attached"}"#]);
     assert_eq!(echoed.trim(), "attached");
+    // A server name the running serve does not have is an error, as one-shot.
+    let unknown = run(&dir, &["tools", "dmeo"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("no server `dmeo` in the running serve; did you mean `demo`?"),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
     // Completion scripts read the running serve's tool names.
     let names = run_ok(&dir, &["tool-names"]);
     assert!(names.lines().any(|l| l == "mcp__demo__echo"), "{names}");
