@@ -235,16 +235,26 @@ struct Session {
 fn on_a_terminal(tag: &str, steps: &[(&str, &str)]) -> Session {
     let dir = project(tag);
     let steps: Vec<[&str; 2]> = steps.iter().map(|(e, k)| [*e, *k]).collect();
-    let out = run(Command::new("python3")
-        .arg(peers_dir().join("clients/pty_session.py"))
-        .arg(serde_json::to_string(&steps).unwrap())
+    typed(&dir, &steps, &["call", ELICIT, "{}"], &[])
+}
+
+/// `mcpvisor ARGS` in `dir` on a pseudo-terminal, typing `steps` (`[expected
+/// on screen, keys]`) in order; what it showed.
+fn typed(dir: &Path, steps: &[[&str; 2]], args: &[&str], env: &[(String, String)]) -> Session {
+    let mut cmd = Command::new("python3");
+    cmd.arg(peers_dir().join("clients/pty_session.py"))
+        .arg(serde_json::to_string(steps).unwrap())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["call", ELICIT, "{}"])
-        .current_dir(&dir)
+        .args(args)
+        .current_dir(dir)
         .env("MCPVISOR_HOME", dir.join("home"))
         .env_remove("RUST_LOG")
-        .stdin(Stdio::null()));
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
     let session = Session {
@@ -458,34 +468,13 @@ fn url_project(tag: &str) -> (PathBuf, Vec<(String, String)>) {
 /// `mcpvisor call mcp__py__connect_account` through a pseudo-terminal.
 fn connect_on_a_terminal(tag: &str, keys: &str) -> (Session, Option<String>) {
     let (dir, env) = url_project(tag);
-    let steps = vec![["Only if you trust the host above", keys]];
-    let mut cmd = Command::new("python3");
-    cmd.arg(peers_dir().join("clients/pty_session.py"))
-        .arg(serde_json::to_string(&steps).unwrap())
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["call", "mcp__py__connect_account"])
-        .arg(json!({ "url": PAGE }).to_string())
-        .current_dir(&dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    let out = run(&mut cmd);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
-    let session = Session {
-        stdout: report["stdout"].as_str().unwrap_or("").to_string(),
-        screen: report["screen"].as_str().unwrap_or("").to_string(),
-        code: report["code"].as_i64().unwrap_or(-1),
-    };
-    assert!(
-        report["failed"].is_null(),
-        "{}\nscreen:\n{}",
-        report["failed"],
-        session.screen
+    let arguments = json!({ "url": PAGE }).to_string();
+    let args = ["call", "mcp__py__connect_account", &arguments];
+    let session = typed(
+        &dir,
+        &[["Only if you trust the host above", keys]],
+        &args,
+        &env,
     );
     // The opener runs on its own: give it time to write down what it was given.
     let opened = dir.join("opened");

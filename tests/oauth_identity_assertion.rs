@@ -10,9 +10,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::Arc;
 
 use mcpvisor::auth::{AuthError, HeadlessDriver, OAuth, OAuthConfig};
 use mcpvisor::config::McpConfig;
@@ -21,34 +20,12 @@ use support::auth_server::client::{TempHome, http, protected, start_host};
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, next_ready};
 
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-static SUBSCRIBER: Once = Once::new();
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn capture_logs() {
-    SUBSCRIBER.call_once(|| {
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(|| Capture)
-            .with_ansi(false)
-            .try_init()
-            .expect("one subscriber per test binary");
-    });
+    support::logs::capture();
 }
 
 fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+    support::logs::captured()
 }
 
 const CLIENT_ID: &str = "agent";

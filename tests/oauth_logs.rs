@@ -5,8 +5,7 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor::auth::OAuth;
@@ -17,28 +16,9 @@ use support::auth_server::client::{TempHome, http, login_expiring_in, oauth_conf
 use support::auth_server::{AuthServer, ClientKind, pkce};
 use support::{call, drain, fast_options, next_ready, wait_for};
 
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(|| Capture)
-        .with_ansi(false)
-        .try_init()
-        .expect("one subscriber per test binary");
+    support::logs::capture();
 
     // A confidential client: registration hands out a secret, sent with each
     // token request as client_secret_basic.
@@ -131,7 +111,7 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
     assert_eq!(auth.access_tokens().len(), 3);
     assert_eq!(auth.refresh_tokens().len(), 3);
 
-    let logs = String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned();
+    let logs = support::logs::captured();
     // The capture saw the OAuth facade, the transport and the HTTP stack at work.
     assert!(logs.contains("token refresh after 401 failed"), "{logs}");
     assert!(logs.contains("reqwest"), "{logs}");

@@ -3,9 +3,7 @@
 
 mod support;
 
-use std::io::Write;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use mcpvisor::config::McpConfig;
@@ -14,20 +12,6 @@ use mcpvisor::{CallOptions, Host, SecretString, ServerSpec};
 use serde_json::json;
 use support::http_server::{GetMode, HttpMcpServer, Script};
 use support::{call, fast_options, next_ready};
-
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn random_secret(tag: &str) -> String {
     format!("{tag}-{:016x}{:08x}", fastrand_u64(), std::process::id())
@@ -53,13 +37,7 @@ fn assert_hidden(haystack: &str, secrets: &[&str], what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
-    // TRACE for everything, `log` records (reqwest, hyper) included.
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(|| Capture)
-        .with_ansi(false)
-        .try_init()
-        .expect("one subscriber per test binary");
+    support::logs::capture();
     let bearer = random_secret("tok");
     let api_key = random_secret("key");
     let authorization = format!("Bearer {bearer}");
@@ -207,7 +185,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         "the broken entry is reported: {cli_output}"
     );
 
-    let logs = String::from_utf8_lossy(&LOGS.lock().unwrap()).to_string();
+    let logs = support::logs::captured();
     assert!(
         logs.len() > 10_000,
         "TRACE output was captured ({} bytes)",

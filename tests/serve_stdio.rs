@@ -223,10 +223,10 @@ fn what_a_session_should_not_send_gets_an_error_and_the_session_goes_on() {
     assert!(listed["result"]["tools"].is_array(), "{listed}");
 }
 
-#[test]
-fn requests_before_initialize_are_refused() {
+/// `mcpvisor serve --stdio` in a fresh directory, not yet initialized.
+fn uninitialized(tag: &str) -> (Child, ChildStdin) {
     let dir =
-        std::env::temp_dir().join(format!("mcpvisor-serve-stdio-early-{}", std::process::id()));
+        std::env::temp_dir().join(format!("mcpvisor-serve-stdio-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
@@ -238,7 +238,13 @@ fn requests_before_initialize_are_refused() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
+
+#[test]
+fn requests_before_initialize_are_refused() {
+    let (mut child, mut stdin) = uninitialized("early");
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
         .unwrap();
@@ -293,22 +299,7 @@ fn a_batch_is_answered_at_2025_03_26_and_refused_from_2025_06_18() {
 
 #[test]
 fn an_initialize_inside_a_batch_is_refused_whole() {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpvisor-serve-stdio-batched-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["serve", "--stdio"])
-        .current_dir(&dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin) = uninitialized("batched");
     let batch = json!([
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},

@@ -277,7 +277,7 @@ mod tests {
         assert!(
             Given::read(&words(&["[1]"]), &[])
                 .unwrap_err()
-                .contains("key=value")
+                .contains("must be a JSON object, not an array")
         );
         assert!(
             Given::read(&words(&["@/no/such/file.json"]), &[])

@@ -31,11 +31,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use mcpvisor::QualifiedMcpToolName;
 use mcpvisor::config::discover::find_upward;
-use mcpvisor::config::process_env;
 use mcpvisor::project::Project;
 use mcpvisor::settings::Settings;
-use mcpvisor::{QualifiedMcpToolName, ServerSpec};
 
 use crate::cli::{Cli, Command};
 
@@ -199,15 +198,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     let command = match cli.command {
         Command::Serve(args) => {
             // A reload reads the file and its approvals again.
-            let (home, config) = (settings.home.clone(), config_path.clone());
+            let (config, for_specs) = (config_path.clone(), settings.clone());
+            let invocation = invocation.clone();
             let specs = move || {
                 let project = match &config {
-                    Some(path) => {
-                        Some(Project::open(path, &home).map_err(|e| Failure(e.to_string(), 2))?)
-                    }
+                    Some(path) => Some(
+                        Project::open(path, &for_specs.home)
+                            .map_err(|e| Failure(e.to_string(), 2))?,
+                    ),
                     None => None,
                 };
-                servers_to_run(project.as_ref())
+                let all = oneshot::Needed::All;
+                oneshot::specs_for(project.as_ref(), &for_specs, &all, &invocation)
             };
             return serve::serve(args, &settings, config_path, specs, &mut stop).await;
         }
@@ -470,35 +472,4 @@ async fn attach(
             1,
         )),
     }
-}
-
-/// The enabled entries of the project (reporting the others), or the demo server.
-fn servers_to_run(project: Option<&Project>) -> Result<Vec<ServerSpec>, Failure> {
-    let Some(project) = project else {
-        let demo = mcpvisor_demo::demo_spec("demo", &[])
-            .map_err(|e| Failure(format!("cannot locate the demo server: {e}"), 1))?;
-        return Ok(vec![demo]);
-    };
-    for status in project
-        .statuses(&process_env)
-        .map_err(|e| Failure(e.to_string(), 2))?
-    {
-        if !status.approved && !status.disabled {
-            eprintln!(
-                "mcpvisor: server `{}` is not approved; run `mcpvisor enable {}`",
-                output::clean_line(&status.name),
-                output::clean_line(&status.name)
-            );
-        }
-    }
-    let (specs, problems) = project
-        .enabled_specs(&process_env)
-        .map_err(|e| Failure(e.to_string(), 2))?;
-    for problem in problems {
-        eprintln!(
-            "mcpvisor: not started: {}",
-            output::clean(&problem.to_string())
-        );
-    }
-    Ok(specs)
 }
