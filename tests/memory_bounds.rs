@@ -1,22 +1,81 @@
 //! Oversize input never makes the host buffer it: a 1 MiB + 1 line over stdio and
-//! a 10 MiB SSE event over HTTP fail with typed errors while RSS stays flat.
+//! a 10 MiB SSE event over HTTP fail with typed errors while the host's *peak*
+//! memory stays flat — a client that buffered the whole payload and freed it
+//! again would still show in the peak.
 //!
-//! RSS is per process, so these tests live in their own test binary and take a
-//! lock: nothing else allocates in this process while they measure.
+//! The peak (VmHWM) is per process, and the test harness runs other tests and
+//! the HTTP fixture in this one; so each case runs the host in a fresh process
+//! of this test binary (`case_…`, ignored unless asked for by its parent), which
+//! resets the peak after warming up and prints how far it rose.
 
 mod support;
+
+use std::process::Command;
 
 use mcpvisor::transports::{HttpSpec, TransportError};
 use mcpvisor::{CallError, Host, ServerSpec};
 use serde_json::json;
 use support::http_server::{HttpMcpServer, Script};
-use support::{call, demo, fast_options, next_ready, rss_kib};
+use support::{call, demo, fast_options, next_ready, peak_kib, reset_peak};
 
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Set for the fresh process that runs one case.
+const CASE: &str = "MCPVISOR_MEMORY_CASE";
+/// Where the HTTP case finds the fixture its parent runs.
+const URL: &str = "MCPVISOR_MEMORY_URL";
+/// What a case prints, followed by KiB.
+const REPORT: &str = "peak growth KiB: ";
+/// A client that buffered one payload would rise by at least 1 MiB (stdio) or
+/// 10 MiB (SSE); working memory stays well under this.
+const FLAT_KIB: u64 = 4 * 1024;
+
+/// Runs `case` alone in a fresh process of this binary; how far its peak rose.
+fn in_a_fresh_process(case: &str, env: &[(&str, String)]) -> u64 {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            case,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CASE, "1")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{case} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The harness may print its own words on the same line first.
+    stdout
+        .lines()
+        .find_map(|l| l.split_once(REPORT).map(|(_, n)| n))
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{case} reported no peak:\n{stdout}"))
+}
+
+/// In a case: the peak is measured from here.
+fn start_measuring() -> u64 {
+    reset_peak()
+}
+
+/// In a case: how far the peak rose since `start`.
+fn report(start: u64) {
+    println!("{REPORT}{}", peak_kib().saturating_sub(start));
+}
+
+#[test]
+fn oversize_stdio_frames_are_typed_errors_with_a_flat_peak() {
+    let growth = in_a_fresh_process("case_stdio_floods", &[]);
+    assert!(growth < FLAT_KIB, "the peak rose by {growth} KiB");
+}
 
 #[tokio::test]
-async fn oversize_stdio_frames_are_typed_errors_with_flat_memory() {
-    let _alone = ONE_AT_A_TIME.lock().await;
+#[ignore = "run in a fresh process by oversize_stdio_frames_are_typed_errors_with_a_flat_peak"]
+async fn case_stdio_floods() {
+    assert!(std::env::var_os(CASE).is_some(), "run by its parent test");
     let host = Host::start(vec![demo("demo", &[])], fast_options())
         .await
         .unwrap();
@@ -28,7 +87,7 @@ async fn oversize_stdio_frames_are_typed_errors_with_flat_memory() {
         .unwrap();
     assert!(r.text().len() > 1_000_000);
     drop(r);
-    let before = rss_kib();
+    let start = start_measuring();
     for round in 0..5 {
         if round > 0 {
             next_ready(&mut events).await;
@@ -47,26 +106,36 @@ async fn oversize_stdio_frames_are_typed_errors_with_flat_memory() {
             "{e}"
         );
     }
-    let growth_kib = rss_kib().saturating_sub(before);
-    // Five floods of 1 MiB + 1: a client that buffered them would grow by several MiB each.
-    assert!(growth_kib < 4 * 1024, "RSS grew by {growth_kib} KiB");
+    report(start);
     host.shutdown().await;
 }
 
 #[tokio::test]
-async fn a_10_mib_sse_event_is_a_typed_error_with_flat_memory() {
-    let _alone = ONE_AT_A_TIME.lock().await;
+async fn a_10_mib_sse_event_is_a_typed_error_with_a_flat_peak() {
+    // The fixture runs here; the host, in the fresh process.
     let server = HttpMcpServer::start(Script {
         huge_event_tool: Some("huge".into()),
         ..Script::default()
     })
     .await;
+    let url = server.url.clone();
+    let growth =
+        tokio::task::spawn_blocking(move || in_a_fresh_process("case_sse_floods", &[(URL, url)]))
+            .await
+            .unwrap();
+    assert!(growth < FLAT_KIB, "the peak rose by {growth} KiB");
+}
+
+#[tokio::test]
+#[ignore = "run in a fresh process by a_10_mib_sse_event_is_a_typed_error_with_a_flat_peak"]
+async fn case_sse_floods() {
+    let url = std::env::var(URL).expect("run by its parent test");
     let mut options = fast_options();
     options.http.message_limit = 1024 * 1024;
     let spec = ServerSpec::http(
         "fx",
         HttpSpec {
-            url: server.url.clone(),
+            url,
             headers: Vec::new(),
             oauth: None,
         },
@@ -76,7 +145,7 @@ async fn a_10_mib_sse_event_is_a_typed_error_with_flat_memory() {
     next_ready(&mut events).await;
     // One oversize event first, so buffers that are reused are already counted.
     let _ = call(&host, "mcp__fx__huge", json!({})).await;
-    let before = rss_kib();
+    let start = start_measuring();
     for _ in 0..3 {
         let e = call(&host, "mcp__fx__huge", json!({})).await.unwrap_err();
         assert!(
@@ -90,9 +159,7 @@ async fn a_10_mib_sse_event_is_a_typed_error_with_flat_memory() {
             "{e}"
         );
     }
-    let growth_kib = rss_kib().saturating_sub(before);
-    // Three more 10 MiB events: buffering one would show as 10 MiB.
-    assert!(growth_kib < 4 * 1024, "RSS grew by {growth_kib} KiB");
+    report(start);
     assert!(!matches!(
         host.servers()[0].state,
         mcpvisor::ServerState::Failed { .. }

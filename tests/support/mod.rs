@@ -10,7 +10,7 @@ pub mod proc;
 pub mod serve;
 
 #[allow(unused_imports)]
-pub use proc::{is_alive, live_group_members, rss_kib};
+pub use proc::{is_alive, live_group_members, peak_kib, reset_peak, rss_kib};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

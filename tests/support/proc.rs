@@ -23,6 +23,24 @@ pub fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The most this process has had resident since it started or since
+/// [`reset_peak`] (VmHWM), in KiB: what a buffer that was freed again still shows in.
+pub fn peak_kib() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sets the peak back to what is resident now (Linux 4.0+: `5` to
+/// `/proc/self/clear_refs`); returns that, in KiB.
+pub fn reset_peak() -> u64 {
+    fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS (Linux 4.0 or later)");
+    rss_kib()
+}
+
 /// What `/proc/<pid>/stat` says of a process.
 pub struct Stat {
     pub pid: u32,
