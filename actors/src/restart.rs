@@ -135,8 +135,18 @@ mod tests {
                 panic!("gave up too early")
             };
             assert_eq!(attempt, i);
-            assert!(backoff >= last, "non-decreasing with neutral jitter");
             assert!(backoff <= policy.max_backoff);
+            // With neutral jitter each delay is the one before times the
+            // multiplier (200 ms, 400 ms, 800 ms…), until the cap.
+            let expected = policy
+                .initial_backoff
+                .mul_f64(policy.multiplier.powi(i as i32 - 1))
+                .min(policy.max_backoff);
+            let off = backoff.abs_diff(expected);
+            assert!(
+                off <= Duration::from_millis(1),
+                "attempt {i}: {backoff:?}, expected {expected:?} (after {last:?})"
+            );
             last = backoff;
         }
         assert_eq!(last, policy.max_backoff);
