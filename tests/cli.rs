@@ -88,11 +88,13 @@ fn bad_arguments_and_unknown_tools_are_clear_errors() {
 #[test]
 fn env_secrets_never_reach_output_or_logs() {
     let dir = empty_dir("secret");
-    let secret = format!(
-        "sk-{:x}{:x}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos() ^ 0x5eed
-    );
+    // Random per run: a secret a test run left behind cannot make this one pass.
+    let secret = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("sk-{:016x}", h.finish())
+    };
     let demo = env!("CARGO_BIN_EXE_mcpvisor");
     let config = serde_json::json!({"mcpServers": {
         "good": {"command": demo, "args": ["demo-server"], "env": {"API_TOKEN": secret}},
@@ -136,6 +138,18 @@ fn env_secrets_never_reach_output_or_logs() {
         assert!(!all.contains(&secret), "secret leaked by {args:?}: {all}");
         let named = if args[0] == "enable" { args[1] } else { "good" };
         assert!(all.contains(named), "{args:?}: {all}");
+        // The secret-bearing server really ran and answered: its absence above
+        // is not the absence of the server.
+        if args[0] == "call" {
+            assert!(out.status.success(), "{all}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "x\n");
+        }
+        if args[0] == "tools" {
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("mcp__good__echo"),
+                "{all}"
+            );
+        }
     }
 }
 
