@@ -29,6 +29,8 @@ use crate::convert;
 use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
 use crate::handshake;
+
+mod url_steps;
 use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
 use crate::offered;
 use crate::outcome::{self, Outcome};
@@ -94,9 +96,6 @@ struct State {
     /// their completion notices reach it and no other.
     asked_urls: std::collections::VecDeque<(Arc<str>, String)>,
 }
-
-/// How many forwarded URL elicitations a session remembers.
-const ASKED_URLS: usize = 64;
 
 impl Session {
     /// Opens a session; unsolicited messages go to `notices`.
@@ -291,50 +290,6 @@ impl Session {
 
     pub(crate) fn offers(&self, method: &str, params: &Value) -> bool {
         self.state.lock().client.offers_request(method, params)
-    }
-
-    /// A server's `-32042`: handed on only to a client that takes URL
-    /// elicitation, rebuilt from the elicitations that pass the checks, each
-    /// expected to complete in this session. Another client gets a tool error
-    /// that says what is missing, without the URLs.
-    fn url_elicitation_required(&self, server: &Arc<str>, error: ErrorObject) -> Outcome {
-        let takes = self.state.lock().client.elicitation_url;
-        match url_elicitation::UrlElicitation::required(&error) {
-            Some(Ok(needed)) if takes => {
-                let listed: Vec<Value> = needed
-                    .iter()
-                    .map(|n| {
-                        self.expect_completion(server, &n.elicitation_id);
-                        json!({"mode": "url", "elicitationId": n.elicitation_id,
-                            "url": n.url, "message": n.message})
-                    })
-                    .collect();
-                Err(ErrorObject {
-                    code: url_elicitation::URL_ELICITATION_REQUIRED,
-                    message: error.message,
-                    data: Some(json!({ "elicitations": listed })),
-                })
-            }
-            Some(Ok(_)) => Ok(outcome::tool_error(format!(
-                "server `{server}` needs the person to complete a step in a browser first, and this client does not take URL elicitation"
-            ))),
-            _ => Ok(outcome::tool_error(format!(
-                "server `{server}` asked for a browser step that cannot be shown safely"
-            ))),
-        }
-    }
-
-    /// A URL elicitation of `server` goes to this client: its completion will too.
-    pub(crate) fn expect_completion(&self, server: &Arc<str>, elicitation_id: &str) {
-        let mut state = self.state.lock();
-        let key = (server.clone(), elicitation_id.to_string());
-        if state.asked_urls.contains(&key) {
-            return;
-        }
-        if state.asked_urls.len() == ASKED_URLS {
-            state.asked_urls.pop_front();
-        }
-        state.asked_urls.push_back(key);
     }
 
     /// Sends the client a request on `replies` and waits for its answer (the
@@ -637,19 +592,7 @@ impl Session {
             elicitation_id,
         } = event
         {
-            let mut state = self.state.lock();
-            let known = state
-                .asked_urls
-                .iter()
-                .position(|(s, id)| s == server && **id == **elicitation_id);
-            if let Some(i) = known {
-                state.asked_urls.remove(i);
-                drop(state);
-                let params = json!({ "elicitationId": &**elicitation_id });
-                let _ = self
-                    .notices
-                    .try_send(notification(url_elicitation::ELICITATION_COMPLETE, params));
-            }
+            self.completed(server, elicitation_id);
         }
         if let HostEvent::ResourceUpdated { server, uri } = event
             && self.subscribed.has(server, uri)
