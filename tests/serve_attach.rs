@@ -844,3 +844,32 @@ fn an_attached_call_keeps_its_timeout() {
     );
     assert!(serve.stop(Signal::SIGTERM).success());
 }
+
+/// Ctrl-C on an attached call reaches the server as `notifications/cancelled`
+/// (the demo server's own record says so), and the shared connection goes on.
+#[test]
+fn ctrl_c_on_an_attached_call_cancels_it_at_the_server() {
+    let dir = empty_dir("interrupt");
+    let mut serve = Serve::start(&dir, &["serve"]);
+    let before = demo_pid(&dir, &[]);
+    let mut call = mcpvisor(&dir)
+        .args(["call", "mcp__demo__sleep", "ms=60000"])
+        .spawn()
+        .expect("start the call");
+    // Time for it to attach and send the call (it sleeps a minute).
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(Pid::from_raw(call.id() as i32), Signal::SIGINT).unwrap();
+    let Some(status) = wait_timeout(&mut call, COMMAND_TIMEOUT) else {
+        kill_group(&mut call);
+        panic!("the interrupted call did not end");
+    };
+    assert_eq!(status.code(), Some(130));
+    let seen: Value = serde_json::from_str(run_ok(&dir, &["call", "mcp__demo__cancelled"]).trim())
+        .expect("the demo server's record of cancellations");
+    assert!(
+        seen.to_string().contains("sleep"),
+        "the server saw no cancellation: {seen}"
+    );
+    assert_eq!(demo_pid(&dir, &[]), before, "the connection goes on");
+    assert!(serve.stop(Signal::SIGTERM).success());
+}
