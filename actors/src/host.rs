@@ -89,7 +89,7 @@ impl Host {
             status: status.clone(),
             routes: routes.clone(),
         };
-        let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor, args)
+        let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor::new(), args)
             .await
             .map_err(|e| {
                 StartError::Spawn(match e {

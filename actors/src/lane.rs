@@ -78,6 +78,8 @@ struct Slot {
     output: Option<Arc<ToolOutput>>,
     /// The call's timeout, for the error that reports it.
     after: Duration,
+    /// Counted in [`Vitals::calls_in_flight`](crate::Vitals) while the slot lives.
+    _live: crate::vitals::Live,
 }
 
 /// The calls in flight on one connection.
@@ -99,6 +101,8 @@ pub(crate) struct CallLane {
     /// URL elicitations the host was asked about or told of (a `-32042`), for
     /// their completion notices.
     asked_urls: Mutex<crate::host_requests::AskedUrls>,
+    /// Counted in [`Vitals::lanes`](crate::Vitals) while the lane lives.
+    _live: crate::vitals::Live,
 }
 
 impl std::fmt::Debug for CallLane {
@@ -130,6 +134,7 @@ impl CallLane {
             write_failed: AtomicBool::new(false),
             watched: Mutex::new(std::collections::HashMap::new()),
             asked_urls: Mutex::default(),
+            _live: crate::vitals::Live::lane(),
         }
     }
 
@@ -167,6 +172,7 @@ impl CallLane {
             progress,
             output,
             after: timeout,
+            _live: crate::vitals::Live::call(),
         };
         self.begin(id, line, slot)?;
         Ok((id, answer))
@@ -238,6 +244,7 @@ impl CallLane {
             progress: None,
             output: None,
             after: timeout,
+            _live: crate::vitals::Live::call(),
         };
         self.begin(id, line, slot)?;
         Ok(answer)

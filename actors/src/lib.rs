@@ -34,6 +34,7 @@ mod task_call;
 #[cfg(test)]
 mod test_actors;
 mod transport;
+pub mod vitals;
 
 pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;
@@ -46,3 +47,4 @@ pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, 
 pub use restart::RestartPolicy;
 pub use status::{ServerId, ServerState, ServerStatus};
 pub use supervisor::ReloadReport;
+pub use vitals::Vitals;

@@ -44,7 +44,18 @@ pub(crate) enum RegistryMsg {
     Remove(ServerId),
 }
 
-pub(crate) struct RegistryActor;
+pub(crate) struct RegistryActor {
+    /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.
+    _live: crate::vitals::Live,
+}
+
+impl RegistryActor {
+    pub(crate) fn new() -> Self {
+        RegistryActor {
+            _live: crate::vitals::Live::actor(),
+        }
+    }
+}
 
 pub(crate) struct RegistryArgs {
     pub(crate) routes: Arc<RouteSnapshot>,

@@ -73,7 +73,18 @@ impl Slot {
     }
 }
 
-pub(crate) struct SupervisorActor;
+pub(crate) struct SupervisorActor {
+    /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.
+    _live: crate::vitals::Live,
+}
+
+impl SupervisorActor {
+    pub(crate) fn new() -> Self {
+        SupervisorActor {
+            _live: crate::vitals::Live::actor(),
+        }
+    }
+}
 
 impl Actor for SupervisorActor {
     type Msg = SupervisorMsg;
@@ -91,9 +102,13 @@ impl Actor for SupervisorActor {
             bus: args.bus.clone(),
             resume: false,
         };
-        let (registry, _) =
-            RegistryActor::spawn_linked(None, RegistryActor, registry_args, myself.get_cell())
-                .await?;
+        let (registry, _) = RegistryActor::spawn_linked(
+            None,
+            RegistryActor::new(),
+            registry_args,
+            myself.get_cell(),
+        )
+        .await?;
         let ctx = Arc::new(HostContext {
             options: args.options,
             bus: args.bus,
@@ -302,7 +317,8 @@ impl SupervisorState {
             };
             let supervisor = myself.get_cell();
             starts.push(async move {
-                let started = ServerActor::spawn_linked(None, ServerActor, args, supervisor).await;
+                let started =
+                    ServerActor::spawn_linked(None, ServerActor::new(), args, supervisor).await;
                 (id, started)
             });
         }
@@ -376,7 +392,8 @@ impl SupervisorState {
             resume: true,
         };
         let (registry, _) =
-            RegistryActor::spawn_linked(None, RegistryActor, args, myself.get_cell()).await?;
+            RegistryActor::spawn_linked(None, RegistryActor::new(), args, myself.get_cell())
+                .await?;
         *self.ctx.registry.write() = registry;
         // Servers that went down while there was no registry leave no routes.
         let live: Vec<ServerId> = self

@@ -48,7 +48,18 @@ impl Transport {
     }
 }
 
-pub(crate) struct TransportActor;
+pub(crate) struct TransportActor {
+    /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.
+    _live: crate::vitals::Live,
+}
+
+impl TransportActor {
+    pub(crate) fn new() -> Self {
+        TransportActor {
+            _live: crate::vitals::Live::actor(),
+        }
+    }
+}
 
 impl Actor for TransportActor {
     type Msg = TransportMsg;

@@ -41,7 +41,7 @@ pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, Catalog, CompletionTarget, ConnectionError, DownReason,
     Host, HostEvent, PendingCall, ProgressCallback, ReloadReport, RestartPolicy, RoutedPrompt,
     ServerId, ServerResource, ServerSpec, ServerState, ServerStatus, ServerTemplate, Skipped,
-    StartError, SupervisorOptions, TransportSpec,
+    StartError, SupervisorOptions, TransportSpec, Vitals,
 };
 pub use mcpvisor_protocol::completion::Completion;
 pub use mcpvisor_protocol::logging::LogLevel;

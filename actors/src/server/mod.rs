@@ -39,7 +39,18 @@ pub(crate) struct ServerArgs {
     pub(crate) failure: FailureCell,
 }
 
-pub(crate) struct ServerActor;
+pub(crate) struct ServerActor {
+    /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.
+    _live: crate::vitals::Live,
+}
+
+impl ServerActor {
+    pub(crate) fn new() -> Self {
+        ServerActor {
+            _live: crate::vitals::Live::actor(),
+        }
+    }
+}
 
 impl Actor for ServerActor {
     type Msg = ServerMsg;
@@ -86,7 +97,7 @@ impl Actor for ServerActor {
             Transport::Http(_) => None,
         };
         let (child, _) =
-            TransportActor::spawn_linked(None, TransportActor, transport, myself.get_cell())
+            TransportActor::spawn_linked(None, TransportActor::new(), transport, myself.get_cell())
                 .await
                 .map_err(|e| record(ConnectionError::ActorFailed(e.to_string())))?;
         let _ = sink.transport.set(child.clone());

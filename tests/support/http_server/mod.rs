@@ -180,6 +180,12 @@ impl HttpMcpServer {
         lock(&self.shared.sessions).clear();
     }
 
+    /// Ends every GET stream open now, keeping the sessions:
+    /// a client that reconnects resumes with its `Last-Event-ID`.
+    pub fn end_get_streams(&self) {
+        self.shared.stream_epoch.send_modify(|epoch| *epoch += 1);
+    }
+
     /// Sends `message` on every GET stream open now (in [`GetMode::Stream`] without
     /// `then_close`), as an event with the next `g-<n>` id; returns how many got it.
     pub fn push(&self, message: Value) -> usize {
@@ -216,6 +222,8 @@ struct Shared {
     post_events: AtomicU64,
     /// The next `g-<n>` for the GET streams.
     next_get_event: AtomicU64,
+    /// Bumped by [`HttpMcpServer::end_get_streams`]; a GET stream ends once it changes.
+    stream_epoch: tokio::sync::watch::Sender<u64>,
     cuts: Mutex<Vec<Cut>>,
     pushes: broadcast::Sender<Value>,
 }
@@ -229,6 +237,7 @@ impl Shared {
             sessions_made: AtomicU64::new(0),
             post_events: AtomicU64::new(0),
             next_get_event: AtomicU64::new(1),
+            stream_epoch: tokio::sync::watch::Sender::new(0),
             cuts: Mutex::new(Vec::new()),
             pushes: broadcast::channel(64).0,
         }

@@ -129,6 +129,7 @@ pub(super) fn get_stream(
 ) -> Response {
     // Subscribed before answering, so no push sent after the GET arrived is lost.
     let mut pushes = shared.pushes.subscribe();
+    let mut ended = shared.stream_epoch.subscribe();
     let numbers = &shared.next_get_event;
     let first = match resume_after {
         Some(k) => {
@@ -157,6 +158,7 @@ pub(super) fn get_stream(
             let pushed = tokio::select! {
                 _ = keepalive.tick() => None,
                 pushed = pushes.recv() => Some(pushed),
+                _ = ended.changed() => break,
             };
             if !shared.session_alive(&session) {
                 break;
