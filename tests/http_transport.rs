@@ -216,6 +216,55 @@ async fn expired_session_404_starts_a_new_session_and_retries_once() {
     session_expiry_renews_and_retries(Script::default()).await;
 }
 
+/// Calls sent while a renewal's `initialize` is still on its way keep the old
+/// session id (and wait for the renewal when it is refused), rather than going
+/// out with no session at all and failing with the server's 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_during_a_renewal_wait_for_it() {
+    let (server, host, _events) = start(Script::default()).await;
+    server.set_script(Script {
+        slow_initialize_ms: 400,
+        ..Script::default()
+    });
+    server.expire_sessions();
+    let first = host.call(
+        "mcp__fx__echo",
+        json!({"text": "first"}),
+        CallOptions::default(),
+    );
+    let first = tokio::spawn(first);
+    // Let the first call meet the expiry: the renewal's initialize is on its way.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during: Vec<_> = (0..8)
+        .map(|i| {
+            let text = format!("during {i}");
+            let call = host.call(
+                "mcp__fx__echo",
+                json!({"text": text}),
+                CallOptions::default(),
+            );
+            tokio::spawn(async move { (text, call.await) })
+        })
+        .collect();
+    assert_eq!(first.await.unwrap().unwrap().text(), "first");
+    for call in during {
+        let (text, answer) = call.await.unwrap();
+        assert_eq!(answer.unwrap().text(), text);
+    }
+    let sessionless: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.http_method == "POST" && r.session.is_none())
+        .filter_map(|r| r.rpc_method)
+        .collect();
+    assert_eq!(
+        sessionless,
+        ["initialize", "initialize"],
+        "only the two initializes go out without a session"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn dead_session_400_is_treated_as_expiry() {
     session_expiry_renews_and_retries(Script {

@@ -97,6 +97,7 @@ async fn post(
         }
     };
     let new_session = if messages.iter().any(|m| method_of(m) == Some("initialize")) {
+        tokio::time::sleep(std::time::Duration::from_millis(script.slow_initialize_ms)).await;
         Some(shared.new_session())
     } else {
         if let Err(refusal) = check_session(shared, script, headers) {

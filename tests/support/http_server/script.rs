@@ -81,6 +81,9 @@ pub struct Script {
     pub unrecorded: bool,
     /// Answer every `initialize` with 2025-03-26, whatever the client offers.
     pub only_2025_03_26: bool,
+    /// Answer `initialize` this long after it arrives (a session that takes time to
+    /// open, so requests sent meanwhile meet the renewal).
+    pub slow_initialize_ms: u64,
 }
 
 impl Script {

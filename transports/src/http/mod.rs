@@ -189,10 +189,15 @@ impl Shared {
         if let Some(id) = id {
             req = req.header(SESSION_HEADER, id);
         }
+        (self.with_headers(req), had)
+    }
+
+    /// Adds the configured headers and the revision's version header.
+    fn with_headers(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if !self.headers.map().is_empty() {
             req = req.headers(self.headers.map().clone());
         }
-        (self.with_version(req), had)
+        self.with_version(req)
     }
 
     /// Adds `MCP-Protocol-Version` where the negotiated revision asks for it.
@@ -285,7 +290,27 @@ impl Shared {
         body: &Bytes,
         timeout: Option<Duration>,
     ) -> Result<(reqwest::Response, bool), TransportError> {
-        let had = self.session.current().0.is_some();
+        self.post_in(body, timeout, true).await
+    }
+
+    /// POSTs `body` outside any session: the `initialize` that opens a new one
+    /// while the old id stays in place for the requests sent meanwhile (they
+    /// meet the expiry and wait for this renewal instead of going out with no
+    /// session at all).
+    pub(crate) async fn post_sessionless(
+        &self,
+        body: &Bytes,
+    ) -> Result<reqwest::Response, TransportError> {
+        Ok(self.post_in(body, None, false).await?.0)
+    }
+
+    async fn post_in(
+        &self,
+        body: &Bytes,
+        timeout: Option<Duration>,
+        in_session: bool,
+    ) -> Result<(reqwest::Response, bool), TransportError> {
+        let had = in_session && self.session.current().0.is_some();
         let resp = self
             .send_authorized(&self.client, || {
                 let req = self
@@ -301,7 +326,11 @@ impl Shared {
                     Some(t) => req.timeout(t),
                     None => req,
                 };
-                self.with_session(req).0
+                if in_session {
+                    self.with_session(req).0
+                } else {
+                    self.with_headers(req)
+                }
             })
             .await?;
         Ok((resp, had))

@@ -192,8 +192,7 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
             ));
         }
     };
-    shared.session.forget();
-    let (mut resp, _) = shared.post(&init, None).await?;
+    let mut resp = shared.post_sessionless(&init).await?;
     if resp.status() != StatusCode::OK {
         return Err(TransportError::SessionExpired(
             status_error(resp).await.to_string(),
