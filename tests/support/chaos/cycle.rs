@@ -21,7 +21,8 @@ type Events = Pin<Box<dyn Stream<Item = HostEvent> + Send>>;
 
 /// What the fault's own probe call must end with.
 enum Expect {
-    Nothing,
+    /// The answer, or an error the fault explains (the server is coming back).
+    AnswerOrExplained,
     Ok,
     Timeout,
     FrameTooLarge,
@@ -55,14 +56,17 @@ impl Harness {
             self.report
                 .violation(index, format!("{} on {name}: {what}", kind.name()));
         }
-        if let Err(what) = self.recover(kind, victim, &before, &mut events).await {
+        if let Err(what) = self
+            .recover(index, kind, victim, &before, &mut events)
+            .await
+        {
             self.report
                 .violation(index, format!("{} on {name}: {what}", kind.name()));
         }
         // The victim serves the load again before the load stops.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let tallies = load.stop().await;
-        self.check_calls(index, victim, &tallies, &probes);
+        self.check_calls(index, kind, victim, &tallies, &probes);
         self.count_events(&mut events);
         self.track_groups();
         let in_use = self.pids_in_use();
@@ -104,7 +108,9 @@ impl Harness {
             let what = format!("{name} not ready when the cycle started: {state:?}");
             self.report.violation(index, what);
             if matches!(state, ServerState::Failed { .. }) {
-                let _ = self.host.restart(&name).await;
+                if let Err(what) = self.restart_on_request(index, &name).await {
+                    self.report.violation(index, what);
+                }
             }
             let deadline = Instant::now() + self.cfg.recovery_timeout;
             while self.status(&name).state != ServerState::Ready && Instant::now() < deadline {
@@ -178,7 +184,7 @@ impl Harness {
                     "echo",
                     json!({"text": "x"}),
                     self.cfg.call_timeout,
-                    Expect::Nothing,
+                    Expect::AnswerOrExplained,
                 )
             }
             FaultKind::HttpRestartSamePort => {
@@ -189,7 +195,7 @@ impl Harness {
                     "echo",
                     json!({"text": "x"}),
                     self.cfg.call_timeout,
-                    Expect::Nothing,
+                    Expect::AnswerOrExplained,
                 )
             }
         };
@@ -209,26 +215,31 @@ impl Harness {
             elapsed: started.elapsed(),
             timeout,
         });
-        let matched = matches!(
-            (&expect, &outcome),
-            (Expect::Nothing, _)
-                | (Expect::Ok, Ok(_))
-                | (Expect::Timeout, Err(CallError::Timeout { .. }))
-                | (
-                    Expect::FrameTooLarge,
-                    Err(CallError::Transport {
-                        source: TransportError::FrameTooLarge { .. },
-                        ..
-                    })
-                )
-                | (
-                    Expect::Exited,
-                    Err(CallError::Transport {
-                        source: TransportError::Exited { .. },
-                        ..
-                    })
-                )
-        );
+        let explained = match (&expect, &outcome) {
+            (Expect::AnswerOrExplained, Ok(r)) => r.text() == args["text"],
+            (Expect::AnswerOrExplained, Err(e)) => kind.explains(&error_kind(e)),
+            _ => false,
+        };
+        let matched = explained
+            || matches!(
+                (&expect, &outcome),
+                (Expect::Ok, Ok(_))
+                    | (Expect::Timeout, Err(CallError::Timeout { .. }))
+                    | (
+                        Expect::FrameTooLarge,
+                        Err(CallError::Transport {
+                            source: TransportError::FrameTooLarge { .. },
+                            ..
+                        })
+                    )
+                    | (
+                        Expect::Exited,
+                        Err(CallError::Transport {
+                            source: TransportError::Exited { .. },
+                            ..
+                        })
+                    )
+            );
         if matched {
             Ok(())
         } else {
@@ -259,6 +270,7 @@ impl Harness {
     /// when it reached `Failed`.
     async fn recover(
         &mut self,
+        index: usize,
         kind: FaultKind,
         victim: usize,
         before: &ServerStatus,
@@ -277,7 +289,7 @@ impl Harness {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 std::fs::remove_file(&self.fault_files[victim]).map_err(|e| e.to_string())?;
-                self.restart_on_request(&name).await?;
+                self.restart_on_request(index, &name).await?;
             }
             FaultKind::NeverAnswersInitialize => {
                 // Restarted after the startup timeout, or Failed when earlier faults
@@ -308,8 +320,9 @@ impl Harness {
                 break;
             }
             if matches!(now.state, ServerState::Failed { .. }) {
-                // Earlier faults used up the restart budget: ask, as a host would.
-                self.restart_on_request(&name).await?;
+                // Earlier faults used up the restart budget (checked against the
+                // policy before the restart): ask, as a host would.
+                self.restart_on_request(index, &name).await?;
                 continue;
             }
             if Instant::now() > deadline {
@@ -339,7 +352,14 @@ impl Harness {
         }
     }
 
-    async fn restart_on_request(&mut self, name: &str) -> Result<(), String> {
+    /// Restarts a `Failed` server as a host would, after checking that it was
+    /// allowed to fail: as many restarts within the window as the policy allows.
+    async fn restart_on_request(&mut self, index: usize, name: &str) -> Result<(), String> {
+        let policy = super::supervisor_options(&self.cfg).restart;
+        for what in self.restarts.check_failed(name, &policy).await {
+            self.report.violation(index, what);
+        }
+        self.restarts.reset(name);
         match self.host.restart(name).await {
             Ok(n) if n >= 1 => {
                 self.report.restarted_on_request += 1;
@@ -353,6 +373,7 @@ impl Harness {
     fn check_calls(
         &mut self,
         index: usize,
+        kind: FaultKind,
         victim: usize,
         tallies: &[CallerTally],
         probes: &[CallRecord],
@@ -373,6 +394,7 @@ impl Harness {
             ));
         }
         let mut healthy_failures: BTreeMap<(usize, String), u64> = BTreeMap::new();
+        let mut unexplained = std::collections::BTreeSet::new();
         let failed = tallies.iter().flat_map(|t| &t.failed).chain(probes);
         for r in failed {
             match (&r.error, r.server == victim) {
@@ -380,7 +402,12 @@ impl Harness {
                 (Some(e), _) if e.starts_with("wrong answer") || e.starts_with("caller") => {
                     hung.push(format!("server {}: {e}", r.server));
                 }
-                (Some(e), true) => *self.report.faulted_failed.entry(e.clone()).or_default() += 1,
+                (Some(e), true) => {
+                    if !kind.explains(e) {
+                        unexplained.insert(e.clone());
+                    }
+                    *self.report.faulted_failed.entry(e.clone()).or_default() += 1
+                }
                 (Some(e), false) => {
                     self.report.healthy_failed += 1;
                     *healthy_failures.entry((r.server, e.clone())).or_default() += 1;
@@ -388,6 +415,13 @@ impl Harness {
             }
         }
         for what in hung {
+            self.report.violation(index, what);
+        }
+        for e in unexplained {
+            let what = format!(
+                "a call on the faulted server ended with {e}, which {} does not explain",
+                kind.name()
+            );
             self.report.violation(index, what);
         }
         for ((server, e), n) in healthy_failures {

@@ -17,6 +17,7 @@ mod cycle;
 mod load;
 mod plan;
 mod report;
+mod restarts;
 mod rng;
 
 use std::collections::BTreeSet;
@@ -144,6 +145,8 @@ struct Harness {
     report: Report,
     /// Process groups seen and not yet found empty.
     groups: BTreeSet<u32>,
+    /// Restarts and failures as announced, to check `Failed` against the policy.
+    restarts: restarts::RestartLog,
 }
 
 /// Runs `cfg.cycles` cycles and returns what was found. Call it on a
@@ -208,6 +211,7 @@ impl Harness {
             .expect("start the host");
         // The first subscriber gets every event since start; later ones start fresh.
         drop(host.events());
+        let restarts = restarts::RestartLog::start(&host);
         let statuses = host.wait_ready(cfg.recovery_timeout).await;
         let host = Arc::new(host);
         let plan = FaultPlan::new(cfg.seed, cfg.http_servers > 0);
@@ -244,6 +248,7 @@ impl Harness {
             plan,
             report,
             groups: BTreeSet::new(),
+            restarts,
         };
         harness.track_groups();
         harness
@@ -310,8 +315,14 @@ impl Harness {
 
     async fn finish(mut self, started: Instant) -> Report {
         self.track_groups();
-        self.host.shutdown().await;
         let cycles = self.report.cycles;
+        let policy = supervisor_options(&self.cfg).restart;
+        for name in &self.names {
+            for what in self.restarts.early_failures(name, &policy) {
+                self.report.violation(cycles, what);
+            }
+        }
+        self.host.shutdown().await;
         self.check_groups(cycles, &BTreeSet::new()).await;
         for slot in &self.http {
             slot.server.stop();

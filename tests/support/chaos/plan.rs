@@ -62,6 +62,43 @@ impl FaultKind {
     pub fn is_http(self) -> bool {
         FaultKind::HTTP.contains(&self)
     }
+
+    /// Whether a call on the faulted server may end with `error` (an
+    /// [`error_kind`](super::load::error_kind)) because of this fault. Every
+    /// fault that ends the connection explains the errors of a server that is
+    /// down (no route, not ready, its connection closed under the call); past
+    /// those, only the error the fault itself causes. Garbage is tolerated: it
+    /// explains no error at all.
+    pub fn explains(self, error: &str) -> bool {
+        const DOWN: [&str; 3] = ["unavailable", "unknown-tool", "connection-closed"];
+        // A process that is gone: its exit, a write to its closed pipe, the
+        // read side ending.
+        const GONE: [&str; 4] = [
+            "transport/Exited",
+            "transport/Write",
+            "transport/Read",
+            "transport/Closed",
+        ];
+        // An HTTP server that is gone or came back without the session.
+        const HTTP_GONE: [&str; 4] = [
+            "transport/Http",
+            "transport/SessionExpired",
+            "transport/NoResponse",
+            "transport/Closed",
+        ];
+        const HUNG: [&str; 2] = ["timeout", "connection-timed-out"];
+        let caused: &[&str] = match self {
+            FaultKind::Garbage => return false,
+            FaultKind::Kill
+            | FaultKind::EofMidAnswer
+            | FaultKind::ExitDuringInitialize
+            | FaultKind::NeverAnswersInitialize => &GONE,
+            FaultKind::Stop | FaultKind::HttpStall => &HUNG,
+            FaultKind::OversizeLine => &["transport/FrameTooLarge"],
+            FaultKind::HttpReset | FaultKind::HttpRestartSamePort => &HTTP_GONE,
+        };
+        DOWN.contains(&error) || caused.contains(&error)
+    }
 }
 
 /// Deals faults from shuffled decks holding every kind once, so any run of
