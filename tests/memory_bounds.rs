@@ -53,6 +53,10 @@ fn in_a_fresh_process(case: &str, env: &[(&str, String)]) -> u64 {
         .lines()
         .find_map(|l| l.split_once(REPORT).map(|(_, n)| n))
         .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .map(|growth| {
+            eprintln!("{case}: the peak rose by {growth} KiB");
+            growth
+        })
         .unwrap_or_else(|| panic!("{case} reported no peak:\n{stdout}"))
 }
 
@@ -164,5 +168,94 @@ async fn case_sse_floods() {
         host.servers()[0].state,
         mcpvisor::ServerState::Failed { .. }
     ));
+    host.shutdown().await;
+}
+
+/// Floods are read at the host's pace, not buffered: the peak stays under this
+/// while a server sends notifications (or stderr) as fast as it can. A queue
+/// without a bound fills at tens of MiB per second.
+const FLOOD_KIB: u64 = 2 * 1024;
+
+/// A host with a healthy demo server and one that misbehaves as `behaviour`.
+async fn host_beside(name: &str, behaviour: &str) -> Host {
+    let specs = vec![demo("healthy", &[]), demo(name, &["--hostile", behaviour])];
+    let host = Host::start(specs, fast_options()).await.unwrap();
+    let statuses = host.wait_ready(std::time::Duration::from_secs(60)).await;
+    assert!(
+        statuses
+            .iter()
+            .all(|s| s.state == mcpvisor::ServerState::Ready),
+        "{statuses:?}"
+    );
+    host
+}
+
+#[test]
+fn a_notification_flood_keeps_a_flat_peak() {
+    let growth = in_a_fresh_process("case_notification_flood", &[]);
+    assert!(growth < FLOOD_KIB, "the peak rose by {growth} KiB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run in a fresh process by a_notification_flood_keeps_a_flat_peak"]
+async fn case_notification_flood() {
+    use futures::{FutureExt, StreamExt};
+    assert!(std::env::var_os(CASE).is_some(), "run by its parent test");
+    let host = host_beside("flood", "notification-flood").await;
+    let mut events = Box::pin(host.events());
+    // Let the flood fill every queue on its way before the peak is reset.
+    let warm_up = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+    while let Ok(Some(_)) = tokio::time::timeout_at(warm_up, events.next()).await {}
+    let start = start_measuring();
+    let mut seen = 0u64;
+    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut calls = 0;
+    while tokio::time::Instant::now() < until {
+        let text = format!("during the flood {calls}");
+        let r = call(&host, "mcp__healthy__echo", json!({ "text": text }))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), text);
+        calls += 1;
+        while let Some(Some(e)) = events.next().now_or_never() {
+            seen += match e {
+                mcpvisor::HostEvent::ServerLog { server, .. } if &*server == "flood" => 1,
+                mcpvisor::HostEvent::EventsLost { count } => count,
+                _ => 0,
+            };
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(seen > 1_000, "the flood was real: {seen} notifications");
+    println!("flood notifications seen: {seen}");
+    report(start);
+    host.shutdown().await;
+}
+
+#[test]
+fn a_stderr_flood_keeps_a_flat_peak() {
+    let growth = in_a_fresh_process("case_stderr_flood", &[]);
+    assert!(growth < FLOOD_KIB, "the peak rose by {growth} KiB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run in a fresh process by a_stderr_flood_keeps_a_flat_peak"]
+async fn case_stderr_flood() {
+    assert!(std::env::var_os(CASE).is_some(), "run by its parent test");
+    let host = host_beside("noisy", "stderr-flood").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let start = start_measuring();
+    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut calls = 0;
+    while tokio::time::Instant::now() < until {
+        let text = format!("over the noise {calls}");
+        let r = call(&host, "mcp__noisy__echo", json!({ "text": text }))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), text);
+        calls += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    report(start);
     host.shutdown().await;
 }
