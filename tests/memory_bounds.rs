@@ -53,10 +53,7 @@ fn in_a_fresh_process(case: &str, env: &[(&str, String)]) -> u64 {
         .lines()
         .find_map(|l| l.split_once(REPORT).map(|(_, n)| n))
         .and_then(|n| n.split_whitespace().next()?.parse().ok())
-        .map(|growth| {
-            eprintln!("{case}: the peak rose by {growth} KiB");
-            growth
-        })
+        .inspect(|growth| eprintln!("{case}: the peak rose by {growth} KiB"))
         .unwrap_or_else(|| panic!("{case} reported no peak:\n{stdout}"))
 }
 
