@@ -102,6 +102,11 @@ impl HttpServe {
         serve
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What it wrote to stderr so far.
     pub fn output(&self) -> String {
         self.stderr.lock().unwrap().clone()
