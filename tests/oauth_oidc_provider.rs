@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mcpvisor::auth::{AuthError, OAuth};
+use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
 use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::{Value, json};
@@ -232,6 +232,23 @@ async fn a_refused_access_token_is_refreshed_once_at_the_provider_and_the_call_s
     assert_eq!(provider.record().await.granted("refresh_token").len(), 1);
     assert_eq!(state_of(&host, "notes"), ServerState::Ready);
     host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_login_at_a_provider_that_needs_a_person_says_so() {
+    let (provider, _home, notes) = notes_at_provider("oidc-headless").await;
+    // `mcpvisor login --headless`: the provider answers with its sign-in page.
+    let driver = HeadlessDriver::new().unwrap();
+    let error = notes.login(&http(), &driver).await.unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, AuthError::Authorization(_)), "{error:?}");
+    assert!(message.contains("needs a person to sign in"), "{message}");
+    assert!(message.contains(&provider.issuer), "{message}");
+    assert!(!message.contains("/interaction/"), "{message}");
+    assert_eq!(notes.state().unwrap(), AuthState::LoggedOut);
+    let record = provider.record().await;
+    assert_eq!(record.authorizations, 0);
+    assert!(record.grants.is_empty(), "{record:?}");
 }
 
 /// For a while: the server is not started again, nothing asks the provider or
