@@ -281,9 +281,27 @@ async fn assert_no_restart_loop(host: &Host, events: &mut Events, provider: &Oid
     ));
 }
 
+/// Which token of a login is revoked at the provider.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Revoked {
+    RefreshToken,
+    AccessToken,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_token_revoked_at_the_provider_means_login_required_without_a_restart_loop() {
-    let (provider, _home, notes) = notes_at_provider("oidc-revoked").await;
+    a_revoked_login_needs_a_person("oidc-revoked", Revoked::RefreshToken).await;
+}
+
+/// RFC 7009 §2.1 lets a server revoke the refresh tokens of a revoked access
+/// token, and oidc-provider does: the refresh after the `401` is refused too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_token_revoked_at_the_provider_takes_the_login_with_it() {
+    a_revoked_login_needs_a_person("oidc-revoked-access", Revoked::AccessToken).await;
+}
+
+async fn a_revoked_login_needs_a_person(tag: &str, which: Revoked) {
+    let (provider, _home, notes) = notes_at_provider(tag).await;
     login(&provider, &notes).await;
     let (host, mut events) = start_host(protected("notes", &provider.mcp_url(), &notes)).await;
     next_ready(&mut events).await;
@@ -291,14 +309,23 @@ async fn a_refresh_token_revoked_at_the_provider_means_login_required_without_a_
         .await
         .unwrap();
 
-    // Revoking the refresh token revokes the grant: its access token goes too.
+    // Either way the provider honours neither token of the login any more;
+    // a revoked refresh token revokes the grant itself.
     let tokens = stored(&notes);
     let client_id = tokens["client"]["client_id"].as_str().unwrap();
-    provider
-        .revoke(text(&tokens, "refresh_token"), client_id)
-        .await;
-    assert!(!provider.active(text(&tokens, "access_token")).await);
-    assert_eq!(provider.record().await.revoked_grants, 1);
+    let (access, refresh) = (
+        text(&tokens, "access_token"),
+        text(&tokens, "refresh_token"),
+    );
+    let token = match which {
+        Revoked::RefreshToken => refresh,
+        Revoked::AccessToken => access,
+    };
+    provider.revoke(token, client_id).await;
+    assert!(!provider.active(access).await);
+    assert!(!provider.active(refresh).await);
+    let revoked_grants = u64::from(which == Revoked::RefreshToken);
+    assert_eq!(provider.record().await.revoked_grants, revoked_grants);
     let error = call(&host, "mcp__notes__echo", json!({"text": "refused"}))
         .await
         .unwrap_err();
