@@ -3,7 +3,9 @@
 //! resource indicators, rotated refresh tokens and revocation, protecting an
 //! MCP server that checks each token by introspection at the provider. A
 //! person's login is driven through the provider's own interactions and the
-//! product's loopback browser driver. What the provider did is read from the
+//! product's loopback browser driver, and through `mcpvisor login` itself (the
+//! printed URL opened by a test browser); a headless login, which such a
+//! provider cannot serve, says a person is needed. What the provider did is read from the
 //! provider: introspection says which tokens it still honours, its record which
 //! grants it made and refused. The in-process fixture (tests/oauth.rs) keeps
 //! the cases no real server produces on demand (an outage, hostile answers).
@@ -21,7 +23,7 @@ use serde_json::{Value, json};
 use support::auth_server::client::{
     Events, TempHome, expires_at, http, oauth, protected, start_host, state_of, unix_now,
 };
-use support::oidc::browser::ProviderBrowser;
+use support::oidc::browser::{ProviderBrowser, browser_client, follow};
 use support::oidc::{Granted, OidcProvider};
 use support::{call, drain, eventually, next_ready, wait_for};
 
@@ -249,6 +251,88 @@ async fn a_headless_login_at_a_provider_that_needs_a_person_says_so() {
     let record = provider.record().await;
     assert_eq!(record.authorizations, 0);
     assert!(record.grants.is_empty(), "{record:?}");
+}
+
+/// `mcpvisor` in `dir` with its home there, as a person runs it.
+fn mcpvisor(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+    cmd.current_dir(dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcpvisor_login_with_a_browser_at_the_provider_then_a_call() {
+    use std::io::BufRead;
+    let provider = OidcProvider::start().await;
+    let home = TempHome::new("oidc-cli");
+    let dir = home.0.clone();
+    let config = json!({"mcpServers": {"notes": {"type": "http", "url": provider.mcp_url()}}});
+    std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    let out = mcpvisor(&dir).args(["enable", "notes"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // `mcpvisor login notes` prints the URL; the person opens it and signs in.
+    let mut login = mcpvisor(&dir).args(["login", "notes"]).spawn().unwrap();
+    let stderr = login.stderr.take().unwrap();
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let printed = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.trim().starts_with("http://") {
+                let _ = url_tx.send(line.trim().to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let url = tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the authorization URL on stderr");
+    let url = reqwest::Url::parse(&url).unwrap();
+    let back = url
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| reqwest::Url::parse(&v).unwrap())
+        .expect("a redirect_uri");
+    follow(&browser_client(), url, &back).await.unwrap();
+    let out = tokio::task::spawn_blocking(move || login.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = printed.join().unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("logged in to `notes`"), "{stdout}");
+
+    // A later command uses the stored login: the provider honours what it sends.
+    let out = mcpvisor(&dir)
+        .args(["call", "mcp__notes__echo", "text=from the command line"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "from the command line"
+    );
+    let record = provider.record().await;
+    assert_eq!(record.grants.len(), 1, "{record:?}");
+    let sent: Vec<_> = provider
+        .resource_requests()
+        .into_iter()
+        .filter(|r| r.token.is_some())
+        .collect();
+    assert!(!sent.is_empty());
+    assert!(sent.iter().all(|r| r.accepted), "{sent:?}");
 }
 
 /// For a while: the server is not started again, nothing asks the provider or

@@ -25,61 +25,10 @@ impl ProviderBrowser {
             .await
             .expect("a loopback listener")
             .without_browser();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(15))
-            .build()
-            .unwrap();
-        ProviderBrowser { loopback, http }
-    }
-
-    /// Follows `url` through the provider's pages to the redirect URI, then visits it.
-    async fn walk(&self, url: Url) -> Result<(), AuthError> {
-        let fail = |m: String| AuthError::Authorization(format!("browser: {m}"));
-        let back = self.loopback.redirect_uri();
-        let mut cookies: BTreeMap<String, String> = BTreeMap::new();
-        let mut at = url;
-        for _ in 0..MAX_HOPS {
-            let cookie = cookies
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            let mut request = self.http.get(at.clone());
-            if !cookie.is_empty() {
-                request = request.header(reqwest::header::COOKIE, cookie);
-            }
-            let resp = request.send().await.map_err(|e| fail(e.to_string()))?;
-            for set in resp.headers().get_all(reqwest::header::SET_COOKIE) {
-                let pair = set.to_str().unwrap_or_default().split(';').next();
-                if let Some((name, value)) = pair.and_then(|p| p.split_once('=')) {
-                    cookies.insert(name.trim().to_string(), value.trim().to_string());
-                }
-            }
-            let status = resp.status();
-            let Some(location) = resp.headers().get(reqwest::header::LOCATION) else {
-                let page = resp.text().await.unwrap_or_default();
-                return Err(fail(format!("{status} without a redirect: {page}")));
-            };
-            let next = at
-                .join(location.to_str().unwrap_or_default())
-                .map_err(|e| fail(e.to_string()))?;
-            let home = next.origin() == back.origin() && next.path() == back.path();
-            if home {
-                let resp = self
-                    .http
-                    .get(next)
-                    .send()
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
-                return match resp.status().is_success() {
-                    true => Ok(()),
-                    false => Err(fail(format!("the loopback answered {}", resp.status()))),
-                };
-            }
-            at = next;
+        ProviderBrowser {
+            loopback,
+            http: browser_client(),
         }
-        Err(fail(format!("more than {MAX_HOPS} redirects")))
     }
 }
 
@@ -92,7 +41,11 @@ impl AuthorizationDriver for ProviderBrowser {
         Box::pin(async move {
             let waiting = self.loopback.authorize(url.clone());
             tokio::pin!(waiting);
-            let walking = self.walk(url);
+            let walking = async {
+                follow(&self.http, url, &self.loopback.redirect_uri())
+                    .await
+                    .map_err(|e| AuthError::Authorization(format!("browser: {e}")))
+            };
             tokio::pin!(walking);
             // A walk that fails ends the login at once; one that succeeds leaves
             // the redirect with the loopback listener.
@@ -102,4 +55,55 @@ impl AuthorizationDriver for ProviderBrowser {
             }
         })
     }
+}
+
+/// Follows `url` through the provider's pages (carrying their cookies) until
+/// it redirects to `back`, then visits that, as a person's browser would.
+pub async fn follow(http: &reqwest::Client, url: Url, back: &Url) -> Result<(), String> {
+    let mut cookies: BTreeMap<String, String> = BTreeMap::new();
+    let mut at = url;
+    for _ in 0..MAX_HOPS {
+        let cookie = cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut request = http.get(at.clone());
+        if !cookie.is_empty() {
+            request = request.header(reqwest::header::COOKIE, cookie);
+        }
+        let resp = request.send().await.map_err(|e| e.to_string())?;
+        for set in resp.headers().get_all(reqwest::header::SET_COOKIE) {
+            let pair = set.to_str().unwrap_or_default().split(';').next();
+            if let Some((name, value)) = pair.and_then(|p| p.split_once('=')) {
+                cookies.insert(name.trim().to_string(), value.trim().to_string());
+            }
+        }
+        let status = resp.status();
+        let Some(location) = resp.headers().get(reqwest::header::LOCATION) else {
+            let page = resp.text().await.unwrap_or_default();
+            return Err(format!("{status} without a redirect: {page}"));
+        };
+        let next = at
+            .join(location.to_str().unwrap_or_default())
+            .map_err(|e| e.to_string())?;
+        if next.origin() == back.origin() && next.path() == back.path() {
+            let resp = http.get(next).send().await.map_err(|e| e.to_string())?;
+            return match resp.status().is_success() {
+                true => Ok(()),
+                false => Err(format!("the loopback answered {}", resp.status())),
+            };
+        }
+        at = next;
+    }
+    Err(format!("more than {MAX_HOPS} redirects"))
+}
+
+/// A client that follows no redirect by itself, as [`follow`] needs.
+pub fn browser_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap()
 }
