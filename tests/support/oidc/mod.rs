@@ -28,7 +28,6 @@ use tokio::task::JoinHandle;
 pub use resource::ResourceRequest;
 
 use super::auth_server::pkce::basic_authorization;
-use super::peers::free_port;
 use super::peers_dir;
 
 /// The resource server's client at the provider, which may introspect any token.
@@ -84,10 +83,8 @@ impl OidcProvider {
             .await
             .expect("bind the protected MCP server on 127.0.0.1");
         let mcp_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let port = free_port();
-        let issuer = format!("http://127.0.0.1:{port}");
         let secret = random_hex();
-        let (child, output) = spawn_provider(port, &mcp_url, &secret);
+        let (child, issuer, output) = spawn_provider(&mcp_url, &secret);
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(15))
@@ -277,12 +274,12 @@ fn node() -> PathBuf {
     node
 }
 
-/// Starts the provider's script in its own process group; returns once it listens.
-fn spawn_provider(port: u16, resource: &str, secret: &str) -> (Child, Arc<Mutex<String>>) {
+/// Starts the provider's script in its own process group; returns once it
+/// listens, with its issuer (on the port it chose).
+fn spawn_provider(resource: &str, secret: &str) -> (Child, String, Arc<Mutex<String>>) {
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(node())
         .arg(peers_dir().join("oidc_provider.mjs"))
-        .arg(port.to_string())
         .arg(resource)
         .arg(secret)
         .stdin(Stdio::null())
@@ -301,8 +298,8 @@ fn spawn_provider(port: u16, resource: &str, secret: &str) -> (Child, Arc<Mutex<
         let (output, listening) = (output.clone(), listening.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if line.starts_with("listening on ") {
-                    let _ = listening.send(());
+                if let Some(issuer) = line.strip_prefix("listening on ") {
+                    let _ = listening.send(issuer.to_string());
                 }
                 let mut o = output.lock().unwrap();
                 o.push_str(&line);
@@ -311,14 +308,16 @@ fn spawn_provider(port: u16, resource: &str, secret: &str) -> (Child, Arc<Mutex<
         });
     }
     drop(listening);
-    if ready.recv_timeout(Duration::from_secs(30)).is_err() {
-        let status = child.try_wait();
-        panic!(
-            "oidc-provider did not start ({status:?}): {}",
-            output.lock().unwrap()
-        );
+    match ready.recv_timeout(Duration::from_secs(30)) {
+        Ok(issuer) => (child, issuer, output),
+        Err(_) => {
+            let status = child.try_wait();
+            panic!(
+                "oidc-provider did not start ({status:?}): {}",
+                output.lock().unwrap()
+            );
+        }
     }
-    (child, output)
 }
 
 async fn get_json(http: &reqwest::Client, url: &str) -> Value {
