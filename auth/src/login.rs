@@ -229,6 +229,12 @@ pub(crate) async fn authorize(
         .add_extra_param("resource", found.resource.clone());
     if let Some(scope) = scope {
         request = request.add_scopes(scope.split_whitespace().map(|s| Scope::new(s.to_string())));
+        // OpenID Connect Core §11: without `prompt=consent` a provider drops
+        // `offline_access` and issues no refresh token (oidc-provider does).
+        // An OAuth server that does not know `prompt` ignores it (RFC 6749 §3.1).
+        if scope.split_whitespace().any(|s| s == "offline_access") {
+            request = request.add_extra_param("prompt", "consent");
+        }
     }
     let (url, state) = request.url();
     let back = driver.authorize(url).await?;

@@ -5,6 +5,7 @@
 pub mod auth_server;
 pub mod http_server;
 pub mod logs;
+pub mod oidc;
 pub mod peers;
 pub mod proc;
 pub mod serve;
