@@ -5,7 +5,11 @@
 #   bash scripts/fuzz.sh 600                    # ten minutes per target
 #   RUNS=10000000 bash scripts/fuzz.sh 1800     # ten million inputs each (at most 30 min)
 #   SANITIZER=address bash scripts/fuzz.sh 60
+#   RUNS=200000 bash scripts/fuzz.sh 0          # CI: exactly 200,000 inputs each, no time limit
 #
+# With 0 seconds a target runs until its RUNS inputs are done (each input
+# still has 10 s), and fewer is a failure: the run is bounded by inputs, so a
+# slow machine tests as much as a fast one.
 # The corpus grows in fuzz/corpus/<target> (not committed), starting from the
 # committed seeds in fuzz/seeds/<target>; crashes land in fuzz/artifacts/<target>.
 # The default sanitizer is none: the fuzzed crates forbid unsafe code, so
@@ -16,7 +20,8 @@ sanitizer="${SANITIZER:-none}"
 runs_flag=()
 [ -n "${RUNS:-}" ] && runs_flag=(-runs="$RUNS")
 cd "$(dirname "$0")/../fuzz"
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+# Pinned: CI builds it on a fresh machine (about 75 s on two cores).
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 # cargo fuzz passes flags that need nightly; the stable toolchain accepts them so.
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build --sanitizer "$sanitizer" || exit 1
@@ -31,6 +36,10 @@ for target in frame_decoder sse_parser qualified_name mcp_config; do
     -max_total_time="$seconds" "${runs_flag[@]}" -timeout=10 -print_final_stats=1 >"$log" 2>&1
   status=$?
   runs="$(grep -oE '^Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' || echo 0)"
+  if [ "$status" -eq 0 ] && [ "$seconds" = 0 ] && [ -n "${RUNS:-}" ] && [ "$runs" != "$RUNS" ]; then
+    echo "$target stopped after $runs of $RUNS runs"
+    status=1
+  fi
   if [ "$status" -ne 0 ]; then
     failed=1
     grep -E "panicked|SUMMARY|Test unit written|ERROR" "$log" | head -20

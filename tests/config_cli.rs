@@ -1,11 +1,14 @@
 //! Configuration end to end through the CLI: approvals, enable-only expansion,
 //! concurrent writers, corrupt files, settings precedence, redaction.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use mcpvisor::config::McpConfig;
 use serde_json::{Value, json};
+use support::http_server::{HttpMcpServer, Script};
 
 struct Project {
     dir: PathBuf,
@@ -284,39 +287,73 @@ fn settings_layers_and_their_sources() {
     );
 }
 
-#[test]
-fn env_and_header_secrets_never_reach_output() {
-    let secret = format!(
-        "s3cr3t-{}-{:x}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_and_header_secrets_never_reach_output() {
+    // Random per run: a secret a test run left behind cannot make this one pass.
+    let secret = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("s3cr3t-{:016x}", h.finish())
+    };
+    // The stdio server starts only if both variables reached it holding the
+    // secret (checked by its digest, so the arguments never hold the secret).
+    let digest = sha256_hex(&secret);
+    let gate = format!(
+        "for v in \"$API_TOKEN\" \"$REF\"; do \
+         [ \"$(printf %s \"$v\" | sha256sum | cut -c1-64)\" = {digest} ] || exit 3; done; \
+         exec \"$0\" demo-server"
     );
-    let mut stdio = demo(&[]);
-    stdio["env"] = json!({"API_TOKEN": secret, "REF": "${SECRET_VAR}"});
+    let stdio = json!({
+        "command": "/bin/sh",
+        "args": ["-c", gate, env!("CARGO_BIN_EXE_mcpvisor")],
+        "env": {"API_TOKEN": secret, "REF": "${SECRET_VAR}"}
+    });
+    // The HTTP server records the Authorization header each request carried.
+    let server = HttpMcpServer::start(Script::default()).await;
+    let bearer = format!("Bearer {secret}");
     let p = Project::new(
         "redact",
         &json!({"mcpServers": {
             "local": stdio,
-            "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": format!("Bearer {secret}"), "X-Bad": format!("{secret}\nx")}}
+            "remote": {"type": "http", "url": server.url, "headers": {"Authorization": bearer}},
+            "bad": {"type": "http", "url": server.url, "headers": {"X-Bad": format!("{secret}\nx")}}
         }}),
     );
     let env = [("SECRET_VAR", secret.as_str())];
     let mut all = String::new();
+    let mut answers = String::new();
     for args in [
         &["enable", "local"][..],
         &["enable", "remote"],
+        &["enable", "bad"],
         &["servers"],
         &["--json", "servers"],
         &["tools"],
+        &["call", "mcp__local__echo", r#"{"text":"from local"}"#],
+        &["call", "mcp__remote__echo", r#"{"text":"from remote"}"#],
         &["settings"],
         &["disable", "local"],
     ] {
-        all.push_str(&text(&p.run(args, &env)));
+        let out = p.run(args, &env);
+        if args[0] == "call" {
+            answers.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+        all.push_str(&text(&out));
     }
-    assert!(all.contains("local"), "{all}");
+    // The secret-bearing servers really ran and answered with the secrets in
+    // hand: their silence below is not their absence.
+    assert_eq!(answers, "from local\nfrom remote\n", "{all}");
+    assert!(all.contains("mcp__local__echo"), "{all}");
+    assert!(all.contains("mcp__remote__echo"), "{all}");
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(bearer.as_str())),
+        "every request carried the configured header"
+    );
     assert!(all.contains("x-bad"), "the bad header is named: {all}");
     assert!(!all.contains(&secret), "a secret leaked:\n{all}");
     // Debug of the loaded configuration.
@@ -327,6 +364,21 @@ fn env_and_header_secrets_never_reach_output() {
         shown.contains("API_TOKEN=[redacted]") && shown.contains("Authorization: [redacted]"),
         "{shown}"
     );
+}
+
+/// SHA-256 of `text` in hex, as `sha256sum` prints it.
+fn sha256_hex(text: &str) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_string()
 }
 
 #[test]

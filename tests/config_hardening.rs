@@ -161,14 +161,26 @@ fn expanded_arguments_are_not_in_debug_output() {
     }});
     std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
     let cfg = McpConfig::load(&dir.join(".mcp.json")).unwrap();
-    let lookup = |n: &str| (n == "API_KEY").then(|| "key-9d8c7b6a".to_string());
+    // Random per run, and really expanded into the arguments the child gets.
+    let key = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("key-{:016x}", h.finish())
+    };
+    let lookup = |n: &str| (n == "API_KEY").then(|| key.clone());
     let spec = cfg.servers["s"].resolve(&lookup, &dir).unwrap();
+    let mcpvisor::TransportSpec::Stdio(stdio) = &spec.transport else {
+        panic!("{spec:?}");
+    };
+    assert_eq!(stdio.args, ["--api-key", &key, &format!("--token={key}")]);
     let shown = format!("{spec:?} {spec:#?}");
-    assert!(!shown.contains("key-9d8c7b6a"), "{shown}");
+    assert!(!shown.contains(&key), "{shown}");
     assert!(shown.contains("${API_KEY}"), "{shown}");
     // Built by hand, without the written form, values are hidden too.
-    let by_hand = mcpvisor::StdioSpec::new("server", ["--api-key", "key-9d8c7b6a"]);
-    assert!(!format!("{by_hand:?}").contains("key-9d8c7b6a"));
+    let by_hand = mcpvisor::StdioSpec::new("server", ["--api-key", key.as_str()]);
+    assert_eq!(by_hand.args, ["--api-key", &key]);
+    assert!(!format!("{by_hand:?}").contains(&key));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -405,7 +405,13 @@ async fn a_server_started_during_a_token_endpoint_outage_retries_without_a_login
 async fn client_credentials_need_no_login_and_are_granted_again_after_a_401() {
     let auth = AuthServer::start(ClientKind::Confidential).await;
     let home = TempHome::new("client-credentials");
-    let secret = "cs-agent-q-secret-8";
+    // Random per run: the token file's check below cannot pass on an old value.
+    let secret = &{
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("cs-agent-{:016x}", h.finish())
+    };
     auth.preregister("agent", Some(secret), "http://127.0.0.1:1/unused");
     let mut config = oauth_config("notes", &auth.mcp_url(), &home.0);
     config.grant = Grant::ClientSecret;

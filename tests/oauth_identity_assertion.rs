@@ -164,7 +164,14 @@ async fn an_identity_provider_client_secret_goes_as_basic_and_only_there() {
     auth.preregister(CLIENT_ID, Some(CLIENT_SECRET), "http://127.0.0.1:1/unused");
     let home = TempHome::new("id-jag-basic");
     let id_token = auth.issue_id_token("grace@example.com");
-    let idp_secret = "idp-secret-41c9";
+    // Random per run: its absence from the logs cannot rest on an old value.
+    let idp_secret = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("idp-secret-{:016x}", h.finish())
+    };
+    let idp_secret = idp_secret.as_str();
     let token_endpoint = format!("{}/token", auth.idp_issuer());
     // The ID token and the IdP secret from the environment, the token endpoint
     // given (no discovery).

@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::auth::OAuth;
+use mcpvisor::auth::{Grant, OAuth};
 use mcpvisor::transports::HttpSpec;
 use mcpvisor::{Host, HostEvent, SecretString, ServerSpec};
 use serde_json::json;
@@ -80,26 +80,45 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
         "{:?}",
         drain(&mut events, Duration::from_millis(200)).await
     ));
-    // A pre-registered secret in the configuration.
-    let configured = "cs-configured-0123456789abcdef";
-    let mut with_secret = oauth_config("notes", &auth.mcp_url(), &home.0);
+    // A pre-registered secret in the configuration, random per run, and used:
+    // the client credentials grant it pays for must issue a token.
+    let configured = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("cs-configured-{:016x}", h.finish())
+    };
+    auth.preregister(
+        "client-preregistered",
+        Some(&configured),
+        "http://127.0.0.1:1/unused",
+    );
+    let mut with_secret = oauth_config("agent", &auth.mcp_url(), &home.0);
+    with_secret.grant = Grant::ClientSecret;
     with_secret.client_id = Some("client-preregistered".into());
-    with_secret.client_secret = Some(SecretString::new(configured));
-    shown.push_str(&format!(
-        "{with_secret:?} {:?}",
-        OAuth::new(with_secret.clone()).unwrap()
-    ));
+    with_secret.client_secret = Some(SecretString::new(configured.clone()));
+    let agent = OAuth::new(with_secret.clone()).unwrap();
+    let token = agent.bearer(&http()).await.unwrap().unwrap();
+    assert!(auth.accepts(token.expose(), &auth.mcp_url()));
+    assert_eq!(auth.counts().client_credentials_grants, 1);
+    shown.push_str(&format!("{with_secret:?} {agent:?} {:?}", agent.state()));
 
     let mut secrets: Vec<String> = auth.access_tokens();
     secrets.extend(auth.refresh_tokens());
     secrets.extend(auth.codes());
     let client_secrets = auth.client_secrets();
-    assert_eq!(client_secrets.len(), 1);
+    assert_eq!(client_secrets.len(), 2, "the registered and the configured");
+    assert!(client_secrets.contains(&configured));
     secrets.extend(client_secrets.iter().cloned());
+    let registered = client_secrets.iter().find(|s| **s != configured).unwrap();
     // client_secret_basic carries the secret in base64.
-    let basic = pkce::basic_authorization("client-1", &client_secrets[0]);
-    secrets.push(basic.trim_start_matches("Basic ").to_string());
-    secrets.push(configured.to_string());
+    for (id, secret) in [
+        ("client-1", registered),
+        ("client-preregistered", &configured),
+    ] {
+        let basic = pkce::basic_authorization(id, secret);
+        secrets.push(basic.trim_start_matches("Basic ").to_string());
+    }
     // What the authorization URL and the code exchange carry: state, PKCE.
     for query in auth.authorize_requests() {
         secrets.extend(["state", "code_challenge"].map(|k| query[k].clone()));
@@ -108,7 +127,11 @@ async fn tokens_and_client_secrets_never_reach_logs_debug_or_errors() {
         secrets.extend(form.get("code_verifier").cloned());
     }
     assert!(secrets.len() > 12);
-    assert_eq!(auth.access_tokens().len(), 3);
+    assert_eq!(
+        auth.access_tokens().len(),
+        4,
+        "three for notes, one for agent"
+    );
     assert_eq!(auth.refresh_tokens().len(), 3);
 
     let logs = support::logs::captured();

@@ -136,7 +136,13 @@ async fn a_symlink_planted_as_the_lock_file_is_refused_and_creates_nothing() {
 async fn a_configured_client_secret_stays_out_of_the_token_file() {
     let auth = AuthServer::start(ClientKind::Confidential).await;
     let home = TempHome::new("configured-secret");
-    let secret = "cs-configured-q-secret-7";
+    // Random per run: its absence from the file cannot rest on an old value.
+    let secret = &{
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("cs-configured-{:016x}", h.finish())
+    };
     let driver = HeadlessDriver::new().unwrap();
     auth.preregister("client-pre", Some(secret), driver.redirect_uri().as_str());
     let mut config = oauth_config("notes", &auth.mcp_url(), &home.0);

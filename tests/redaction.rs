@@ -106,12 +106,9 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
     let all_events = support::drain(&mut events, Duration::from_millis(200)).await;
     shown.push_str(&format!("{all_events:?}"));
     // The headers did reach the server: redaction is of output, not of the request.
-    assert!(
-        server
-            .requests()
-            .iter()
-            .all(|r| r.authorization.as_deref() == Some(authorization.as_str()))
-    );
+    assert!(server.requests().iter().all(|r| r.authorization.as_deref()
+        == Some(authorization.as_str())
+        && r.x_api_key.as_deref() == Some(api_key.as_str())));
 
     // A header value HTTP refuses: the error names the header, never the value.
     let bad = vec![(
@@ -152,6 +149,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         .collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     shown.push_str(&format!("{cfg:?} {cfg:#?} {problems:?}"));
+    let before_cli = server.requests().len();
     let mut cli_output = String::new();
     for args in [
         &["enable", "fx"][..],
@@ -180,6 +178,13 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         "the CLI calls the HTTP server:\n{cli_output}"
     );
     assert!(cli_output.contains("HTTP 500"), "{cli_output}");
+    // The CLI too sent both secrets, on every request it made.
+    let requests = server.requests();
+    assert!(requests.len() > before_cli, "the CLI reached the server");
+    for r in &requests[before_cli..] {
+        assert_eq!(r.authorization.as_deref(), Some(authorization.as_str()));
+        assert_eq!(r.x_api_key.as_deref(), Some(api_key.as_str()));
+    }
     assert!(
         cli_output.contains("broken"),
         "the broken entry is reported: {cli_output}"
