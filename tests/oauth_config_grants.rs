@@ -46,10 +46,14 @@ async fn host_for(dir: &Path, entry: Value, env: &[(&str, &str)]) -> Host {
 }
 
 async fn echo(host: &Host, text: &str) -> String {
-    host.call("mcp__notes__echo", json!({ "text": text }), CallOptions::default())
-        .await
-        .unwrap()
-        .text()
+    host.call(
+        "mcp__notes__echo",
+        json!({ "text": text }),
+        CallOptions::default(),
+    )
+    .await
+    .unwrap()
+    .text()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +73,11 @@ async fn a_client_secret_variable_is_expanded_into_the_client_credentials_grant(
 
     let counts = auth.counts();
     assert_eq!(
-        (counts.client_credentials_grants, counts.authorizations, counts.registrations),
+        (
+            counts.client_credentials_grants,
+            counts.authorizations,
+            counts.registrations
+        ),
         (1, 0, 0)
     );
     let form = &auth.token_requests()[0];
@@ -106,7 +114,11 @@ async fn without_an_oauth_block_the_server_waits_for_a_login() {
     wait_login_required(&host, "notes").await;
     let counts = auth.counts();
     assert_eq!(
-        (counts.token_requests, counts.registrations, counts.authorizations),
+        (
+            counts.token_requests,
+            counts.registrations,
+            counts.authorizations
+        ),
         (0, 0, 0),
         "no grant runs without a person"
     );
