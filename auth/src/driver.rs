@@ -109,7 +109,10 @@ const MAX_CONNECTIONS: usize = 16;
 ///
 /// Each connection to the listener is read on its own, with a time limit for
 /// its request head: one that connects and sends nothing, or sends slowly,
-/// cannot hold up the real redirect.
+/// cannot hold up the real redirect. Only the answer to this login ends the
+/// wait: a request to another path, or a callback without a `code` or `error`
+/// or without this login's `state`, is refused and the listener keeps waiting;
+/// once the answer came, the listener is closed.
 pub struct BrowserDriver {
     listener: parking_lot::Mutex<Option<TcpListener>>,
     redirect: Url,
@@ -154,11 +157,19 @@ impl AuthorizationDriver for BrowserDriver {
             let listener = self.listener.lock().take().ok_or_else(|| {
                 AuthError::Authorization("the loopback listener was already used".into())
             })?;
+            let state = url
+                .query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned());
             eprintln!("Open this URL to authorize:\n\n  {url}\n");
             if self.open_browser {
                 let _ = open_browser(url.as_str());
             }
-            tokio::time::timeout(self.timeout, wait_for_redirect(listener, &self.redirect))
+            let expected = Expected {
+                redirect: self.redirect.clone(),
+                state,
+            };
+            tokio::time::timeout(self.timeout, wait_for_redirect(listener, &expected))
                 .await
                 .map_err(|_| {
                     AuthError::Authorization(format!("no redirect within {:?}", self.timeout))
@@ -167,15 +178,41 @@ impl AuthorizationDriver for BrowserDriver {
     }
 }
 
-/// Accepts connections until one brings the redirect to `redirect`'s path.
-async fn wait_for_redirect(listener: TcpListener, redirect: &Url) -> Result<Url, AuthError> {
+/// What the one answer to this login looks like.
+#[derive(Clone)]
+struct Expected {
+    redirect: Url,
+    /// The `state` of the authorization URL: a callback without it is someone
+    /// else's (a stale tab, another site) and must neither end nor spoil the login.
+    state: Option<String>,
+}
+
+impl Expected {
+    /// True for the authorization server's answer to this login: one `state`,
+    /// ours, and a `code` or an `error`.
+    fn is_answer(&self, back: &Url) -> bool {
+        let states: Vec<String> = back
+            .query_pairs()
+            .filter(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        let ours = match &self.state {
+            Some(state) => states.len() == 1 && &states[0] == state,
+            None => true,
+        };
+        ours && back.query_pairs().any(|(k, _)| k == "code" || k == "error")
+    }
+}
+
+/// Accepts connections until one brings the answer to this login.
+async fn wait_for_redirect(listener: TcpListener, expected: &Expected) -> Result<Url, AuthError> {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept(), if connections.len() < MAX_CONNECTIONS => {
                 let (stream, _) =
                     accepted.map_err(|e| AuthError::Authorization(e.to_string()))?;
-                connections.spawn(serve_connection(stream, redirect.clone()));
+                connections.spawn(serve_connection(stream, expected.clone()));
             }
             Some(done) = connections.join_next() => {
                 if let Ok(Some(back)) = done {
@@ -187,8 +224,9 @@ async fn wait_for_redirect(listener: TcpListener, redirect: &Url) -> Result<Url,
 }
 
 /// Reads one request head (bounded in size and time) and answers it; the
-/// redirect URL when it is the callback.
-async fn serve_connection(mut stream: TcpStream, redirect: Url) -> Option<Url> {
+/// redirect URL when it is the answer to this login.
+async fn serve_connection(mut stream: TcpStream, expected: Expected) -> Option<Url> {
+    let redirect = &expected.redirect;
     let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
         .await
         .ok()?;
@@ -208,13 +246,23 @@ async fn serve_connection(mut stream: TcpStream, redirect: Url) -> Option<Url> {
             .await;
         return None;
     }
+    let back = redirect.join(target).ok()?;
+    if !expected.is_answer(&back) {
+        let page = "<html><body>This is not the answer to the login in progress.</body></html>";
+        let reply = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = stream.write_all(reply.as_bytes()).await;
+        return None;
+    }
     let page = "<html><body>Authorization complete. You can close this window.</body></html>";
     let reply = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
         page.len()
     );
     let _ = stream.write_all(reply.as_bytes()).await;
-    redirect.join(target).ok()
+    Some(back)
 }
 
 /// The request head up to its blank line; `None` when it exceeds [`MAX_HEAD`]

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::client_assertion;
 use super::hostile::apply;
 use super::pkce::{basic_authorization, s256_challenge};
 use super::{AccessGrant, Client, ClientKind, CodeGrant, RefreshGrant, Shared, lock, random_value};
@@ -130,7 +131,7 @@ pub(super) async fn authorize(
 }
 
 /// The token endpoint: `authorization_code` (with PKCE), `refresh_token`
-/// (rotating) and `client_credentials` (a client with a secret; no refresh
+/// (rotating) and `client_credentials` (a client with a secret or a key; no refresh
 /// token, as RFC 6749 §4.4.3 advises).
 pub(super) async fn token(
     State(shared): State<Arc<Shared>>,
@@ -153,7 +154,13 @@ pub(super) async fn token(
         }
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
-    let Some(client_id) = authenticated_client(&state.clients, &headers, &form) else {
+    let by_assertion = form.contains_key("client_assertion");
+    let client_id = if by_assertion {
+        client_assertion::authenticate(&mut state, &shared.base, &form)
+    } else {
+        authenticated_client(&state.clients, &headers, &form)
+    };
+    let Some(client_id) = client_id else {
         if grant_type == "refresh_token" {
             state.counts.refresh_requests += 1;
             state.counts.refresh_refusals += 1;
@@ -193,7 +200,7 @@ pub(super) async fn token(
             let g = &state.refresh[&param("refresh_token")];
             (g.resource.clone(), g.scope.clone())
         }
-        "client_credentials" if state.clients[&client_id].secret.is_some() => {
+        "client_credentials" if state.clients[&client_id].secret.is_some() || by_assertion => {
             state.counts.client_credentials_grants += 1;
             (param("resource"), form.get("scope").cloned())
         }

@@ -114,7 +114,8 @@ pub struct Seen {
     pub body: String,
 }
 
-/// A second origin on 127.0.0.1 that records every request and answers `200 {}`.
+/// A second origin (on 127.0.0.1 unless told otherwise) that records every
+/// request and answers `200 {}`.
 pub struct Witness {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
@@ -124,9 +125,13 @@ pub struct Witness {
 
 impl Witness {
     pub async fn start() -> Witness {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the witness on 127.0.0.1");
+        Witness::start_on(std::net::Ipv4Addr::LOCALHOST.into()).await
+    }
+
+    /// A witness on a free port of `ip` (an address of this machine off
+    /// loopback, for the checks that reach only loopback over plain http).
+    pub async fn start_on(ip: std::net::IpAddr) -> Witness {
+        let listener = TcpListener::bind((ip, 0)).await.expect("bind the witness");
         let base = format!("http://{}", listener.local_addr().expect("its address"));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new().fallback(record).with_state(seen.clone());

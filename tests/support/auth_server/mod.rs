@@ -6,7 +6,8 @@
 //! `redirect_uri` with `code` and `state`, so a headless driver completes it) and
 //! `/token` (the authorization code with its PKCE S256 verifier checked,
 //! refresh tokens that are rotated: each is good for one refresh, and client
-//! credentials for a client with a secret). Tokens are bound to the RFC 8707
+//! credentials for a client with a secret or a registered key, see
+//! [`client_assertion`]). Tokens are bound to the RFC 8707
 //! `resource` they were asked for.
 //!
 //! Two protected MCP endpoints, `/mcp` and `/alt/mcp`, each with RFC 9728 metadata,
@@ -22,6 +23,7 @@
 
 mod authorization;
 pub mod client;
+pub mod client_assertion;
 pub mod hostile;
 pub mod idp;
 pub mod pkce;
@@ -364,6 +366,12 @@ struct State {
     id_tokens: HashMap<String, String>,
     exchanges: Vec<idp::Exchange>,
     jags: HashMap<String, idp::Jag>,
+    /// Public keys of `private_key_jwt` clients, by client id.
+    assertion_keys: HashMap<String, client_assertion::PublicKey>,
+    /// The `jti` of every client assertion taken (each is good once).
+    assertion_jtis: std::collections::HashSet<String>,
+    /// The claims of every client assertion taken.
+    assertion_claims: Vec<Value>,
 }
 
 struct Client {
