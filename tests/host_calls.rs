@@ -220,6 +220,44 @@ async fn progress_always_arrives_before_the_answer() {
     host.shutdown().await;
 }
 
+/// A log message the server sent before its answer is on the host's event
+/// stream by the time the call resolves, under concurrent calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_messages_always_arrive_before_the_answer() {
+    use futures::{FutureExt, StreamExt};
+    let host = ready_host(&[]).await;
+    let events = Arc::new(Mutex::new((
+        Box::pin(host.events()),
+        std::collections::HashSet::<String>::new(),
+    )));
+    for round in 0..5 {
+        let calls = (0..16).map(|i| {
+            let message = format!("round {round} call {i}");
+            let call = host.call(
+                "mcp__demo__log",
+                json!({"message": message}),
+                CallOptions::default(),
+            );
+            let events = events.clone();
+            async move {
+                assert_eq!(call.await.unwrap().text(), "logged");
+                let mut guard = events.lock().unwrap();
+                let (stream, seen) = &mut *guard;
+                while let Some(Some(event)) = stream.next().now_or_never() {
+                    if let mcpvisor::HostEvent::ServerLog { message, .. } = event {
+                        if let Some(text) = message.data.as_str() {
+                            seen.insert(text.to_string());
+                        }
+                    }
+                }
+                assert!(seen.contains(&message), "{message} came after its answer");
+            }
+        });
+        join_all(calls).await;
+    }
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_panicking_progress_callback_does_not_break_the_connection() {
     let host = ready_host(&[]).await;

@@ -50,7 +50,20 @@ fn line(v: Value) -> String {
 
 #[test]
 fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
-    let dir = std::env::temp_dir().join(format!("mcpvisor-serve-stop-{}", std::process::id()));
+    a_stop_signal_answers_calls_in_flight_and_leaves_nothing(Signal::SIGTERM);
+}
+
+/// Ctrl-C in the terminal that runs `serve` stops it the same way.
+#[test]
+fn sigint_answers_calls_in_flight_and_leaves_nothing() {
+    a_stop_signal_answers_calls_in_flight_and_leaves_nothing(Signal::SIGINT);
+}
+
+fn a_stop_signal_answers_calls_in_flight_and_leaves_nothing(signal: Signal) {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpvisor-serve-stop-{signal}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
@@ -153,7 +166,7 @@ fn sigterm_answers_calls_in_flight_and_leaves_nothing() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let processes = descendants(pid);
-    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    kill(Pid::from_raw(pid as i32), signal).unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
