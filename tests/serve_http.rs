@@ -317,6 +317,38 @@ async fn sessions_over_the_cap_are_refused() {
     serve.stop();
 }
 
+/// Without `--max-sessions`, 64 sessions may be open at once.
+#[tokio::test]
+async fn the_default_cap_is_64_sessions() {
+    let dir = empty_dir("default-cap");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    for _ in 0..64 {
+        open_session(&serve.url, &[]).await;
+    }
+    let (status, _, body) = post(&serve.url, &[], initialize().to_string()).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(message(&body).contains("64 sessions are open"), "{body}");
+    serve.stop();
+}
+
+/// An idle session is closed after 30 minutes unless told otherwise: the
+/// flag's default, which is what `serve` hands its endpoint.
+#[test]
+fn the_default_idle_close_is_30_minutes() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let flag = help
+        .split("--session-idle-ms")
+        .nth(1)
+        .and_then(|rest| rest.split("\n  -").next())
+        .unwrap_or_else(|| panic!("no --session-idle-ms in {help}"));
+    assert!(flag.contains("[default: 1800000]"), "{flag}");
+}
+
 /// The `mcp__demo__cancelled` record: every cancellation the demo server saw.
 async fn cancellations(url: &str, session: &str, id: u64) -> Vec<Value> {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
