@@ -127,6 +127,38 @@ async fn foreign_origins_and_rebound_hosts_are_refused() {
     serve.stop();
 }
 
+/// A page of another site can neither read a session's stream nor end it:
+/// GET and DELETE are held to the same Origin rule as POST.
+#[tokio::test]
+async fn foreign_origins_are_refused_on_get_and_delete_too() {
+    let dir = empty_dir("origin-get-delete");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let id = open_session(&serve.url, &[]).await;
+    let client = reqwest::Client::new();
+    let get = client
+        .get(&serve.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 403);
+    let delete = client
+        .delete(&serve.url)
+        .header("mcp-session-id", &id)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status().as_u16(), 403);
+    // The session is still there for its own client.
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], ping.to_string()).await;
+    assert_eq!(status, 200, "{body}");
+    serve.stop();
+}
+
 #[tokio::test]
 async fn an_allowed_origin_is_accepted() {
     let dir = empty_dir("allowed");
