@@ -140,6 +140,22 @@ async fn login_prints_the_url_stores_tokens_and_logout_removes_them() {
         "the stored token served the call"
     );
 
+    // `servers` shows the login, then its absence after logout.
+    let listed = run(&dir, &["servers"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let line = |out: &Output| -> String {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains("notes"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no line for notes: {}", text(out)))
+    };
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("    login: logged in"),
+        "{}",
+        text(&listed)
+    );
+
     let out = run(&dir, &["logout", "notes"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -148,6 +164,14 @@ async fn login_prints_the_url_stores_tokens_and_logout_removes_them() {
         text(&out)
     );
     assert!(token_files(&dir).is_empty(), "{:?}", token_files(&dir));
+    let listed = run(&dir, &["servers"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert!(line(&listed).contains("notes"));
+    assert!(
+        !String::from_utf8_lossy(&listed.stdout).contains("login:"),
+        "{}",
+        text(&listed)
+    );
     let requests = auth.resource_requests().len();
     let again = run(&dir, &call);
     assert!(

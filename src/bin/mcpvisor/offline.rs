@@ -97,6 +97,11 @@ pub(crate) fn servers(
         if !names.is_empty() {
             println!("    environment: {}", names.join(" "));
         }
+        // A stored login (or a store that cannot be read) is worth a line; an HTTP
+        // server that never asked for one is not.
+        if let Some(auth) = auth_state(project, &s.name).filter(|a| a != "logged out") {
+            println!("    login: {auth}");
+        }
         for p in &s.problems {
             println!("    problem: {}", crate::output::clean_line(&p.to_string()));
         }
