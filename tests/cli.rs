@@ -155,7 +155,19 @@ fn env_secrets_never_reach_output_or_logs() {
 
 #[test]
 fn ctrl_c_cancels_a_call_and_says_so() {
-    let dir = empty_dir("ctrlc");
+    a_stop_signal_cancels_a_call_and_says_so(Signal::SIGINT, 130);
+}
+
+/// A service manager's SIGTERM and a closed terminal's SIGHUP end a call the
+/// same way, with their own exit codes.
+#[test]
+fn sigterm_and_sighup_cancel_a_call_and_say_so() {
+    a_stop_signal_cancels_a_call_and_says_so(Signal::SIGTERM, 143);
+    a_stop_signal_cancels_a_call_and_says_so(Signal::SIGHUP, 129);
+}
+
+fn a_stop_signal_cancels_a_call_and_says_so(signal: Signal, code: i32) {
+    let dir = empty_dir(&format!("stop-{signal}"));
     let child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
         .args(["call", "mcp__demo__sleep", r#"{"ms":60000}"#])
         .current_dir(&dir)
@@ -171,16 +183,16 @@ fn ctrl_c_cancels_a_call_and_says_so() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "exited promptly"
     );
-    assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("call cancelled"), "{stderr}");
+    assert_eq!(out.status.code(), Some(code), "{signal}: {stderr}");
+    assert!(stderr.contains("call cancelled"), "{signal}: {stderr}");
 }
 
 /// True once `parent` has a child process running the demo server.
