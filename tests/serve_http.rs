@@ -381,6 +381,61 @@ fn the_default_idle_close_is_30_minutes() {
     assert!(flag.contains("[default: 1800000]"), "{flag}");
 }
 
+/// One session may have 64 requests in flight: the 65th is refused at once
+/// with an error naming the limit, and the session goes on (a request after
+/// one of the 64 finished is taken).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_has_at_most_64_requests_in_flight() {
+    let dir = empty_dir("in-flight");
+    let serve = Serve::start(&dir, &["--http", "127.0.0.1:0"]);
+    let id = open_session(&serve.url, &[]).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(
+        &serve.url,
+        &[("mcp-session-id", &id)],
+        initialized.to_string(),
+    )
+    .await;
+    let sleeps: Vec<_> = (0..64)
+        .map(|n| {
+            let (url, id) = (serve.url.clone(), id.clone());
+            tokio::spawn(async move {
+                let sleep = json!({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call",
+                    "params": {"name": "mcp__demo__sleep", "arguments": {"ms": 3000}}});
+                post(&url, &[("mcp-session-id", &id)], sleep.to_string()).await
+            })
+        })
+        .collect();
+    // Until the demo server has all 64, the 65th may still be taken: ask
+    // until it is refused, with a bounded number of tries.
+    let mut refused = None;
+    for attempt in 0..100 {
+        let ping = json!({"jsonrpc": "2.0", "id": 1000 + attempt, "method": "ping"});
+        let (status, _, body) =
+            post(&serve.url, &[("mcp-session-id", &id)], ping.to_string()).await;
+        assert_eq!(status, 200, "{body}");
+        if body.contains("error") {
+            refused = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = refused.expect("no request was refused with 64 in flight");
+    assert!(
+        message(&refused).contains("64 requests in flight"),
+        "{refused}"
+    );
+    for sleep in sleeps {
+        let (status, _, body) = sleep.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("slept"), "{body}");
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 2000, "method": "ping"});
+    let (_, _, body) = post(&serve.url, &[("mcp-session-id", &id)], ping.to_string()).await;
+    assert!(!body.contains("error"), "{body}");
+    serve.stop();
+}
+
 /// The `mcp__demo__cancelled` record: every cancellation the demo server saw.
 async fn cancellations(url: &str, session: &str, id: u64) -> Vec<Value> {
     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
