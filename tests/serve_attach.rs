@@ -288,6 +288,20 @@ impl Drop for Running {
     }
 }
 
+/// `servers`, attached to a running serve, names the revision each live
+/// connection settled on: here the one serve was told to prefer.
+#[test]
+fn servers_shows_the_revision_each_connection_settled_on() {
+    let dir = empty_dir("revision");
+    let mut serve = Serve::start(&dir, &["--protocol-versions", "2025-06-18", "serve"]);
+    let text = run_ok(&dir, &["servers"]);
+    assert!(text.contains(", protocol 2025-06-18"), "{text}");
+    let json: Value = serde_json::from_str(&run_ok(&dir, &["--json", "servers"])).unwrap();
+    let live = &json[0]["running"];
+    assert_eq!(live["protocol"], "2025-06-18", "{json}");
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
 #[test]
 fn attached_commands_share_the_servers_of_the_running_serve() {
     let dir = empty_dir("shared");
