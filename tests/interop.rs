@@ -125,6 +125,7 @@ async fn python_sdk(host: &Host, events: &mut Events) {
         names,
         vec![
             "mcp__py__add",
+            "mcp__py__add_prompt",
             "mcp__py__announce",
             "mcp__py__confirm_delete",
             "mcp__py__connect_account",

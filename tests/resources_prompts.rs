@@ -265,6 +265,41 @@ async fn a_list_changed_notice_is_an_event_and_the_next_listing_is_fresh() {
     host.shutdown().await;
 }
 
+/// A server that adds a prompt and says so: `HostEvent::PromptsChanged`, and
+/// the next listing has the new prompt (the Python SDK peer).
+#[tokio::test]
+async fn a_prompts_changed_notice_is_an_event_and_the_next_listing_is_fresh() {
+    let peer = Peer::PythonSdk.run(Wire::Stdio);
+    let host = Host::start(vec![peer.spec.clone()], fast_options())
+        .await
+        .unwrap();
+    host.wait_ready(Duration::from_secs(60)).await;
+    let names = |prompts: &[mcpvisor::RoutedPrompt]| -> Vec<String> {
+        prompts.iter().map(|p| p.name.to_string()).collect()
+    };
+    let before = names(&host.prompts().await.entries);
+    assert!(!before.iter().any(|n| n.ends_with("__fresh")), "{before:?}");
+    let mut events = Box::pin(host.events());
+    let added = call(
+        &host,
+        "mcp__py__add_prompt",
+        serde_json::json!({"name": "fresh"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(added.text(), "added fresh");
+    wait_for(
+        &mut events,
+        Duration::from_secs(30),
+        |e| matches!(e, HostEvent::PromptsChanged { server } if &**server == "py"),
+    )
+    .await;
+    let after = names(&host.prompts().await.entries);
+    assert!(after.contains(&"mcp__py__fresh".to_string()), "{after:?}");
+    assert_eq!(after.len(), before.len() + 1, "{before:?} → {after:?}");
+    host.shutdown().await;
+}
+
 /// The demo server honours `logging/setLevel` and says when it held a message
 /// back: the host's default level reaches every new connection, and a level
 /// set per server replaces it, also after a restart.

@@ -49,6 +49,18 @@ async def announce(ctx: Context) -> str:
     return "announced"
 
 
+@server.tool()
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Add a prompt called `name`, then say the prompts changed."""
+
+    def made() -> str:
+        return f"The {name} prompt"
+
+    server.prompt(name=name, description=f"Added at run time: {name}")(made)
+    await ctx.session.send_prompt_list_changed()
+    return f"added {name}"
+
+
 @server.resource("note://greeting", mime_type="text/plain", icons=ICONS)
 def greeting() -> str:
     """A fixed note."""
