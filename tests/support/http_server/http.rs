@@ -133,6 +133,13 @@ async fn answer(
     batched: bool,
 ) -> Response {
     let knob = match requests.as_slice() {
+        [single]
+            if !batched
+                && script.hang_resource_reads
+                && method_of(single) == Some("resources/read") =>
+        {
+            Some(Knob::Hang)
+        }
         [single] if !batched => called_tool(single).and_then(|tool| script.knob_for(tool)),
         _ => None,
     };

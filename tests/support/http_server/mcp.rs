@@ -53,11 +53,18 @@ pub(super) async fn respond(script: &Script, request: &Value) -> Value {
                 Some(v @ ("2025-06-18" | "2025-11-25")) => v,
                 _ => PROTOCOL_VERSION,
             },
-            "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+            "capabilities": if script.hang_resource_reads {
+                json!({"tools": {"listChanged": true}, "logging": {}, "resources": {}})
+            } else {
+                json!({"tools": {"listChanged": true}, "logging": {}})
+            },
             "serverInfo": {"name": "http-fixture", "version": "1"},
         })),
         "ping" | "logging/setLevel" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": tool_list(script)})),
+        "resources/list" if script.hang_resource_reads => Ok(json!({
+            "resources": [{"uri": "note://stuck", "name": "stuck"}]
+        })),
         "tools/call" => call_tool(script, &params).await,
         _ => Err((-32601, "Method not found".to_string())),
     };

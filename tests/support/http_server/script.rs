@@ -81,6 +81,9 @@ pub struct Script {
     pub unrecorded: bool,
     /// Answer every `initialize` with 2025-03-26, whatever the client offers.
     pub only_2025_03_26: bool,
+    /// Offer resources (one, `note://stuck`) and never answer `resources/read`: the
+    /// response (JSON modes) or its event stream (SSE modes) stays pending.
+    pub hang_resource_reads: bool,
     /// Answer `initialize` this long after it arrives (a session that takes time to
     /// open, so requests sent meanwhile meet the renewal).
     pub slow_initialize_ms: u64,
