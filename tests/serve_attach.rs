@@ -288,6 +288,56 @@ impl Drop for Running {
     }
 }
 
+/// A host that starts `serve --stdio` for a configuration a serve already runs
+/// shares that serve's servers: its calls reach the same demo process, a child
+/// of the running serve, and it leaves them running when it goes.
+#[test]
+fn serve_stdio_beside_a_running_serve_shares_its_supervisor() {
+    use std::io::Write;
+    let dir = empty_dir("stdio-shares");
+    let mut serve = Serve::start(&dir, &["serve"]);
+    let shared = demo_pid(&dir, &[]);
+    let mut host = mcpvisor(&dir)
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start serve --stdio");
+    let out = Lines::start(host.stdout.take().unwrap());
+    let mut stdin = host.stdin.take().unwrap();
+    for message in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "second-host", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "mcp__demo__pid", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let answer = out
+        .wait_for(COMMAND_TIMEOUT, |l| l.contains("\"id\":2"))
+        .expect("an answer to the call");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let pid: u32 = answer["result"]["content"][0]["text"]
+        .as_str()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(
+        pid, shared,
+        "the second host reaches the running serve's server"
+    );
+    assert_eq!(parent_of(pid), Some(serve.pid()));
+    drop(stdin);
+    let status = wait_timeout(&mut host, EXIT_TIMEOUT).expect("serve --stdio ends with its input");
+    assert!(status.success(), "{status}");
+    assert!(
+        is_alive(shared),
+        "the shared server outlives the second host"
+    );
+    assert_eq!(demo_pid(&dir, &[]), shared);
+    assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
+}
+
 /// `servers`, attached to a running serve, names the revision each live
 /// connection settled on: here the one serve was told to prefer.
 #[test]
