@@ -422,6 +422,43 @@ fn on_a_terminal_there_is_colour_unless_no_color_and_a_progress_bar() {
     assert!(!screen.contains("progress 1/3"), "{screen}");
 }
 
+/// On a narrow terminal the tool table is cut to its width (with `…`), and
+/// piped it is not cut at all.
+#[test]
+fn tables_are_cut_to_the_terminals_width() {
+    let dir = empty_dir("cli-oneshot", "narrow");
+    let shown = on_a_terminal(&dir, &["tools"], &[("PTY_COLUMNS", "60")]);
+    let screen = shown["screen"].as_str().unwrap();
+    let table: Vec<&str> = screen
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| l.contains("mcp__demo__"))
+        .collect();
+    assert!(table.len() >= 10, "{screen}");
+    for line in &table {
+        assert!(
+            line.chars().count() <= 60,
+            "{} columns: {line:?}",
+            line.chars().count()
+        );
+    }
+    assert!(
+        table.iter().any(|l| l.ends_with('…')),
+        "nothing was cut: {screen}"
+    );
+    let piped = Command::new(DEMO)
+        .arg("tools")
+        .current_dir(&dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .output()
+        .unwrap();
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(
+        piped.lines().any(|l| l.chars().count() > 60) && !piped.contains('…'),
+        "{piped}"
+    );
+}
+
 #[test]
 fn a_warning_is_one_plain_line() {
     let dir = empty_dir("cli-oneshot", "warning");

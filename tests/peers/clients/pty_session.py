@@ -32,8 +32,9 @@ def main():
     steps = json.loads(sys.argv[1])
     command = sys.argv[sys.argv.index("--") + 1 :]
     master, slave = os.openpty()
-    # A real size: prompts are laid out to it.
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    # A real size: prompts are laid out to it (PTY_COLUMNS sets the width).
+    columns = int(os.environ.get("PTY_COLUMNS", "200"))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
 
     def controlling_terminal():
         os.setsid()
