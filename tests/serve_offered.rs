@@ -118,3 +118,121 @@ fn a_2025_11_25_session_gets_the_icons_that_pass() {
         "{out}"
     );
 }
+
+/// One serve session of a running gateway over HTTP: its id and the text its
+/// GET stream has carried so far.
+struct HttpSession {
+    id: String,
+    stream: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+async fn post(url: &str, session: Option<&str>, body: serde_json::Value) -> String {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().await.unwrap();
+    id.unwrap_or(text)
+}
+
+impl HttpSession {
+    /// Opens a session and its GET stream, read on a task of its own.
+    async fn open(url: &str) -> HttpSession {
+        let id = post(
+            url,
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {},
+                "clientInfo": {"name": "updates", "version": "1"}}}),
+        )
+        .await;
+        post(
+            url,
+            Some(&id),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        let mut get = reqwest::Client::new()
+            .get(url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(get.status().as_u16(), 200);
+        let stream = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stream.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(chunk)) = get.chunk().await {
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk));
+            }
+        });
+        HttpSession { id, stream }
+    }
+
+    fn updates(&self) -> usize {
+        self.stream
+            .lock()
+            .unwrap()
+            .matches("notifications/resources/updated")
+            .count()
+    }
+}
+
+/// A resource update reaches the session that subscribed to it and no other
+/// session of the same gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_hears_only_its_own_resource_updates() {
+    const DOC: &str = "demo://resource/static/document/architecture.md";
+    let (config, _home) = project("updates");
+    let dir = config.parent().unwrap().to_path_buf();
+    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let url = serve.url.clone();
+    let a = HttpSession::open(&url).await;
+    let b = HttpSession::open(&url).await;
+    let subscribed = post(
+        &url,
+        Some(&a.id),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": DOC}}),
+    )
+    .await;
+    assert!(!subscribed.contains("\"error\""), "{subscribed}");
+    let toggled = post(
+        &url,
+        Some(&a.id),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "mcp__everything__toggle-subscriber-updates", "arguments": {}}}),
+    )
+    .await;
+    assert!(!toggled.contains("\"error\""), "{toggled}");
+    let heard = support::eventually(std::time::Duration::from_secs(60), || a.updates() >= 2).await;
+    assert!(
+        heard,
+        "A heard {} updates: {}",
+        a.updates(),
+        a.stream.lock().unwrap()
+    );
+    assert!(
+        a.stream.lock().unwrap().contains(DOC),
+        "{}",
+        a.stream.lock().unwrap()
+    );
+    assert_eq!(
+        b.updates(),
+        0,
+        "B heard A's updates: {}",
+        b.stream.lock().unwrap()
+    );
+    drop(serve);
+}
