@@ -148,3 +148,194 @@ fn url_elicitation_and_its_completion_reach_the_client_asked() {
         "{out}"
     );
 }
+
+/// A raw Streamable HTTP client of `serve --http`, for two sessions at once.
+mod raw {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{Value, json};
+
+    pub fn request(url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request
+    }
+
+    /// The JSON-RPC messages in an SSE or JSON body read so far.
+    pub fn messages(text: &str) -> Vec<Value> {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .collect();
+        if lines.is_empty() {
+            return serde_json::from_str(text.trim()).into_iter().collect();
+        }
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// A session that offers sampling, with its GET stream read on a task.
+    pub struct Session {
+        pub id: String,
+        pub stream: Arc<Mutex<String>>,
+    }
+
+    impl Session {
+        pub async fn open(url: &str, name: &str) -> Session {
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {"sampling": {}},
+                "clientInfo": {"name": name, "version": "1"}}});
+            let opened = request(url, None, &init).send().await.unwrap();
+            assert!(opened.status().is_success());
+            let id = opened.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            request(url, Some(&id), &initialized).send().await.unwrap();
+            let mut get = reqwest::Client::new()
+                .get(url)
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", &id)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(get.status().as_u16(), 200);
+            let stream = Arc::new(Mutex::new(String::new()));
+            let sink = stream.clone();
+            tokio::spawn(async move {
+                while let Ok(Some(chunk)) = get.chunk().await {
+                    sink.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&chunk));
+                }
+            });
+            Session { id, stream }
+        }
+
+        pub fn heard(&self) -> String {
+            self.stream.lock().unwrap().clone()
+        }
+    }
+}
+
+/// With two clients that both offer sampling, a server's sampling request goes
+/// to the one whose call it serves, and the other never sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_request_is_never_shown_to_another_client() {
+    let (config, _home) = project("two-clients");
+    let dir = config.parent().unwrap().to_path_buf();
+    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let url = serve.url.clone();
+    let a = raw::Session::open(&url, "client-a").await;
+    let b = raw::Session::open(&url, "client-b").await;
+    let (result, answered_requests) = sample_through(&url, &a).await;
+    assert_eq!(answered_requests, 1, "{result}");
+    assert!(
+        result.to_string().contains("sampled by client A"),
+        "{result}"
+    );
+    assert!(
+        !b.heard().contains("sampling/createMessage"),
+        "B saw A's request: {}",
+        b.heard()
+    );
+    drop(serve);
+}
+
+/// When two clients have calls in flight to the server that asks, the request
+/// cannot be matched to one of them: it goes to neither, and the server gets
+/// an error it reports in its tool result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_callers_a_servers_request_goes_to_neither() {
+    let (config, _home) = project("two-callers");
+    let dir = config.parent().unwrap().to_path_buf();
+    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let url = serve.url.clone();
+    let a = raw::Session::open(&url, "client-a").await;
+    let b = raw::Session::open(&url, "client-b").await;
+    // With a progress token, B's answer is a stream whose first progress
+    // notice says the call is running at the server.
+    let long = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "mcp__everything__trigger-long-running-operation",
+        "arguments": {"duration": 30, "steps": 30},
+        "_meta": {"progressToken": "b-long"}}});
+    let mut b_call = raw::request(&url, Some(&b.id), &long).send().await.unwrap();
+    assert!(b_call.status().is_success());
+    let first = tokio::time::timeout(std::time::Duration::from_secs(20), b_call.chunk())
+        .await
+        .expect("B's call reports progress")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&first).contains("notifications/progress"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
+    let (result, answered_requests) = sample_through(&url, &a).await;
+    assert_eq!(answered_requests, 0, "A was asked: {result}");
+    assert!(
+        result.to_string().contains("cannot be matched to one"),
+        "{result}"
+    );
+    assert!(
+        !b.heard().contains("sampling/createMessage"),
+        "B saw A's request: {}",
+        b.heard()
+    );
+    drop(b_call);
+    drop(serve);
+}
+
+/// Calls the sampling tool in session `a`, answering (once) each sampling
+/// request `a` is sent; the call's answer and how many requests `a` answered.
+async fn sample_through(url: &str, a: &raw::Session) -> (Value, usize) {
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "mcp__everything__trigger-sampling-request",
+        "arguments": {"prompt": "for A", "maxTokens": 5}}});
+    let mut answer = raw::request(url, Some(&a.id), &call).send().await.unwrap();
+    let mut body = String::new();
+    let mut answered_requests = 0;
+    let result = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            // The sampling request comes on the call's stream or on A's GET stream.
+            let heard = a.heard();
+            let seen = raw::messages(&body)
+                .into_iter()
+                .chain(raw::messages(&heard));
+            for message in seen {
+                if message["id"] == 3
+                    && (message.get("result").is_some() || message.get("error").is_some())
+                {
+                    return message;
+                }
+                if message["method"] == "sampling/createMessage" && answered_requests == 0 {
+                    answered_requests += 1;
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "role": "assistant", "model": "test",
+                        "content": {"type": "text", "text": "sampled by client A"}}});
+                    let sent = raw::request(url, Some(&a.id), &reply).send().await.unwrap();
+                    assert!(sent.status().is_success(), "{}", sent.status());
+                }
+            }
+            match tokio::time::timeout(std::time::Duration::from_millis(200), answer.chunk()).await
+            {
+                Ok(Ok(Some(chunk))) => body.push_str(&String::from_utf8_lossy(&chunk)),
+                Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+                Err(_) => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no answer; call stream {body}; A heard {}", a.heard()));
+    (result, answered_requests)
+}
