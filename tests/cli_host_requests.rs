@@ -129,7 +129,14 @@ print(json.dumps({"role": "assistant", "model": "scripted", "stopReason": "endTu
 "#,
     )
     .unwrap();
-    let command = format!("python3 '{}' --tag 'two words'", script.display());
+    // Split into words as a shell would, but not run by one: the `;` and what
+    // follows are more words for the sampler, and nothing is touched.
+    let touched = dir.join("touched-by-a-shell");
+    let command = format!(
+        "python3 '{}' --tag 'two words' ; touch '{}'",
+        script.display(),
+        touched.display()
+    );
     std::fs::create_dir_all(dir.join("home")).unwrap();
     std::fs::write(
         dir.join("home/settings.toml"),
@@ -153,6 +160,10 @@ print(json.dumps({"role": "assistant", "model": "scripted", "stopReason": "endTu
     );
     assert!(stdout.contains("\"model\": \"scripted\""), "{stdout}");
     assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !touched.exists(),
+        "the sampling command ran through a shell"
+    );
 }
 
 #[test]
