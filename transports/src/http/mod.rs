@@ -124,7 +124,8 @@ pub struct HttpOptions {
     /// Time allowed for the DELETE at teardown.
     pub delete_timeout: Duration,
     /// Time allowed for an exchange that is not an answer stream: a notification
-    /// or response POST, whose answer is a bare 202.
+    /// or response POST, whose answer is a bare 202, and the `initialize` that
+    /// renews an expired session.
     pub exchange_timeout: Duration,
     /// How often a cut SSE answer is resumed before the request fails.
     pub resume_attempts: u32,
@@ -301,7 +302,9 @@ impl Shared {
         &self,
         body: &Bytes,
     ) -> Result<reqwest::Response, TransportError> {
-        Ok(self.post_in(body, None, false).await?.0)
+        // Bounded: requests waiting on the renewal hold its lock meanwhile.
+        let timeout = Some(self.options.exchange_timeout);
+        Ok(self.post_in(body, timeout, false).await?.0)
     }
 
     async fn post_in(
