@@ -34,7 +34,7 @@ mod task_call;
 #[cfg(test)]
 mod test_actors;
 mod transport;
-pub mod vitals;
+mod vitals;
 
 pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;

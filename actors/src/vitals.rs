@@ -20,6 +20,7 @@ static CALLS: AtomicUsize = AtomicUsize::new(0);
 /// pages, which look at the process. Read twice with nothing running in
 /// between, a settled process gives the same value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Vitals {
     /// Actors whose handler is alive: supervisors, registries, servers,
     /// transports (from the spawn until the actor's task ends).
