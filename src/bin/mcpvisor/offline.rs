@@ -174,7 +174,14 @@ fn auth_state(project: &Project, name: &str) -> Option<String> {
         }) => {
             let refresh = if refreshable { ", refreshable" } else { "" };
             match expires_at {
-                Some(at) => format!("logged in (expires at {at}{refresh})"),
+                Some(at) => {
+                    let at = i64::try_from(at)
+                        .ok()
+                        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+                        .map(|t| t.with_timezone(&chrono::Local).to_rfc3339())
+                        .unwrap_or_else(|| at.to_string());
+                    format!("logged in (expires at {at}{refresh})")
+                }
                 None => format!("logged in{refresh}"),
             }
         }
