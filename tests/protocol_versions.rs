@@ -139,6 +139,49 @@ async fn a_renewed_http_session_asks_for_the_revision_the_connection_settled_on(
     assert_eq!(offered, ["2025-11-25", "2025-03-26"]);
 }
 
+/// A renewal whose new session answers at another revision fails, and that
+/// half-made session is never used: the next request meets the old session's
+/// expiry and renews again, at the connection's revision.
+#[tokio::test]
+async fn a_renewal_refused_for_its_revision_leaves_no_half_made_session() {
+    let server = HttpMcpServer::start(Script::default()).await;
+    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let versions = Versions::parse(&["2025-06-18"]).unwrap();
+    let host = start(spec, Some(versions)).await;
+    call(&host, "mcp__fx__echo", json!({"text": "before"}))
+        .await
+        .unwrap();
+    server.set_script(Script {
+        only_2025_03_26: true,
+        ..Script::default()
+    });
+    server.expire_sessions();
+    let refused = call(&host, "mcp__fx__echo", json!({"text": "refused"})).await;
+    assert!(refused.is_err(), "{refused:?}");
+    let half_made = server.sessions();
+    assert_eq!(
+        half_made.len(),
+        1,
+        "the refused renewal's session at the server"
+    );
+    server.set_script(Script::default());
+    let r = call(&host, "mcp__fx__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "after");
+    let last_call = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.rpc_method.as_deref() == Some("tools/call"))
+        .unwrap();
+    assert!(
+        last_call.session.is_some() && last_call.session.as_ref() != half_made.first(),
+        "the call went out on the half-made session {half_made:?}"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_batch_at_a_revision_without_batches_ends_the_connection_typed() {
     let script = Script {

@@ -192,13 +192,30 @@ pub(crate) async fn reinitialize(shared: &Shared) -> Result<(), TransportError> 
             ));
         }
     };
-    let mut resp = shared.post_sessionless(&init).await?;
+    let resp = shared.post_sessionless(&init).await?;
     if resp.status() != StatusCode::OK {
         return Err(TransportError::SessionExpired(
             status_error(resp).await.to_string(),
         ));
     }
+    let previous = shared.session.current().0;
     shared.session.capture(resp.headers())?;
+    let settled = settle_renewal(shared, resp, &init_id).await;
+    if settled.is_err() {
+        // A session this client refused or never finished is not used: requests
+        // keep the old id, meet its expiry and renew again.
+        shared.session.restore(previous);
+    }
+    settled
+}
+
+/// Checks the renewing `initialize`'s answer and completes the handshake.
+async fn settle_renewal(
+    shared: &Shared,
+    mut resp: reqwest::Response,
+    init_id: &RequestId,
+) -> Result<(), TransportError> {
+    let init_id = init_id.clone();
     // The answer is checked here and not delivered: the session above this
     // transport already completed its handshake.
     let collector = Collector::default();

@@ -55,6 +55,11 @@ impl Session {
         self.state.write().generation += 1;
     }
 
+    /// Puts back an id taken before a renewal that did not finish.
+    pub(crate) fn restore(&self, id: Option<HeaderValue>) {
+        self.state.write().id = id;
+    }
+
     pub(crate) fn forget(&self) -> Option<HeaderValue> {
         self.state.write().id.take()
     }
