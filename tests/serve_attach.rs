@@ -344,7 +344,13 @@ fn serve_stdio_beside_a_running_serve_shares_its_supervisor() {
 fn servers_shows_the_revision_each_connection_settled_on() {
     let dir = empty_dir("revision");
     let mut serve = Serve::start(&dir, &["--protocol-versions", "2025-06-18", "serve"]);
-    let text = run_ok(&dir, &["servers"]);
+    // serve answers before its demo server is ready; the revision is known only
+    // once the connection has settled, so ask until it has.
+    let mut text = String::new();
+    eventually(Duration::from_secs(20), || {
+        text = run_ok(&dir, &["servers"]);
+        !text.contains("running: starting")
+    });
     assert!(text.contains(", protocol 2025-06-18"), "{text}");
     let json: Value = serde_json::from_str(&run_ok(&dir, &["--json", "servers"])).unwrap();
     let live = &json[0]["running"];
