@@ -28,6 +28,8 @@ pub(crate) struct HostContext {
     pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     /// Subscriptions and log levels to renew on every new connection.
     pub(crate) standing: Arc<crate::standing::Standing>,
+    /// Each server's injected faults, shared with the `Host`.
+    pub(crate) faults: Arc<crate::fault_board::FaultBoard>,
 }
 
 impl HostContext {

@@ -64,6 +64,13 @@ pub enum HostEvent {
         /// Which server.
         server: Arc<str>,
     },
+    /// A fault was dealt to the server ([`Host::inject`](crate::Host::inject)).
+    FaultInjected {
+        /// Which server.
+        server: Arc<str>,
+        /// The fault.
+        fault: crate::fault::Fault,
+    },
     /// The routes of a server changed.
     ToolsChanged {
         /// Which server.
@@ -183,6 +190,9 @@ impl fmt::Display for HostEvent {
                 format!("{server}: failed, not restarting: {reason}")
             }
             HostEvent::ServerStopped { server } => format!("{server}: stopped"),
+            HostEvent::FaultInjected { server, fault } => {
+                format!("{server}: fault injected: {fault}")
+            }
             HostEvent::ToolsChanged { server, tools } => {
                 format!("{server}: {} routed", human::count(tools.len(), "tool"))
             }

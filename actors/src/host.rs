@@ -13,6 +13,7 @@ use ractor::{Actor, ActorRef};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
+mod inject;
 mod offered;
 
 pub use offered::{
@@ -50,6 +51,7 @@ struct HostInner {
     supervisor: ActorRef<SupervisorMsg>,
     roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     standing: Arc<Standing>,
+    faults: Arc<crate::fault_board::FaultBoard>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
     bus: EventBus,
@@ -80,9 +82,11 @@ impl Host {
             options.roots.clone().map(Arc::from),
         ));
         let standing = Arc::new(Standing::new(options.log_level));
+        let faults = Arc::new(crate::fault_board::FaultBoard::default());
         let args = SupervisorArgs {
             roots: roots.clone(),
             standing: standing.clone(),
+            faults: faults.clone(),
             specs,
             options,
             bus: bus.clone(),
@@ -101,6 +105,7 @@ impl Host {
             supervisor,
             roots,
             standing,
+            faults,
             routes,
             status,
             bus,

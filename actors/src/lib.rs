@@ -18,6 +18,8 @@ pub mod catalog;
 mod context;
 pub mod error;
 pub mod events;
+pub mod fault;
+mod fault_board;
 mod host;
 pub mod host_requests;
 mod lane;
@@ -38,6 +40,7 @@ mod vitals;
 
 pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;
+pub use fault::{Fault, FaultError, FaultKind};
 pub use host::{
     CallCanceller, Catalog, CompletionTarget, Host, PendingCall, RoutedPrompt, ServerResource,
     ServerTemplate, Skipped,

@@ -54,6 +54,23 @@ pub(crate) enum TransportMsg {
     Ready,
     /// The caller gave up on this request: stop waiting for its answer.
     Abandon(RequestId),
+    /// A fault to apply to the connection; the reply says whether it was.
+    Fault(TransportFault, Option<oneshot::Sender<Result<(), String>>>),
+}
+
+/// What fault injection asks of a transport actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TransportFault {
+    /// SIGKILL to the process group.
+    Kill,
+    /// SIGSTOP to the process group.
+    Stop,
+    /// SIGCONT to the process group (a stop ends).
+    Continue,
+    /// Close the server's stdin.
+    CloseStdin,
+    /// Reset the HTTP connections in use.
+    Reset,
 }
 
 /// To the supervisor.

@@ -29,6 +29,7 @@ use crate::status::{ServerId, ServerState, StatusBoard};
 pub(crate) struct SupervisorArgs {
     pub(crate) roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     pub(crate) standing: Arc<crate::standing::Standing>,
+    pub(crate) faults: Arc<crate::fault_board::FaultBoard>,
     pub(crate) specs: Vec<(ServerId, ServerSpec)>,
     pub(crate) options: SupervisorOptions,
     pub(crate) bus: EventBus,
@@ -118,6 +119,7 @@ impl Actor for SupervisorActor {
             http_client: Default::default(),
             roots: args.roots,
             standing: args.standing,
+            faults: args.faults,
         });
         // The supervisor is the status board's one writer; every server has an
         // entry from the moment the host exists.

@@ -10,18 +10,20 @@
 use std::sync::{Arc, OnceLock};
 
 use mcpvisor_protocol::Incoming;
-use mcpvisor_transports::{HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink};
+use mcpvisor_transports::{
+    Faulty, GroupSignal, HttpTransport, Outbound, StdioTransport, TransportEvent, TransportSink,
+};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::Semaphore;
 
 use crate::error::CallError;
 use crate::lane::CallLane;
-use crate::messages::{ServerMsg, TransportMsg};
+use crate::messages::{ServerMsg, TransportFault, TransportMsg};
 
 /// The connection a transport actor owns.
 pub(crate) enum Transport {
     Stdio(StdioTransport),
-    Http(HttpTransport<InboundSink>),
+    Http(HttpTransport<Faulty<InboundSink>>),
 }
 
 impl Transport {
@@ -35,6 +37,32 @@ impl Transport {
         // only loses that notification; requests report their own failures.
         if let Err(e) = result {
             tracing::debug!("send to server failed: {e}");
+        }
+    }
+
+    /// Applies a fault; `Err` says why it could not be.
+    async fn fault(&mut self, fault: TransportFault) -> Result<(), String> {
+        let signal = match fault {
+            TransportFault::Kill => GroupSignal::Kill,
+            TransportFault::Stop => GroupSignal::Stop,
+            TransportFault::Continue => GroupSignal::Continue,
+            TransportFault::CloseStdin | TransportFault::Reset => {
+                return match (self, fault) {
+                    (Transport::Stdio(t), TransportFault::CloseStdin) => {
+                        t.close_stdin();
+                        Ok(())
+                    }
+                    (Transport::Http(t), TransportFault::Reset) => {
+                        t.reset_connections().await;
+                        Ok(())
+                    }
+                    _ => Err("not applicable to this transport".into()),
+                };
+            }
+        };
+        match self {
+            Transport::Stdio(t) => t.signal_group(signal).map_err(|e| e.to_string()),
+            Transport::Http(_) => Err("an HTTP server has no process here".into()),
         }
     }
 
@@ -95,6 +123,12 @@ impl Actor for TransportActor {
             TransportMsg::Ready => {
                 if let Transport::Http(t) = transport {
                     t.start_notifications().await;
+                }
+            }
+            TransportMsg::Fault(fault, reply) => {
+                let result = transport.fault(fault).await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
                 }
             }
         }

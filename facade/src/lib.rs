@@ -34,14 +34,15 @@ mod start;
 
 pub use start::{StartProjectError, start_project};
 
+pub use mcpvisor_actors::fault::{FaultParseError, parse_duration};
 pub use mcpvisor_actors::host_requests::{
     ClientHandler, HostAnswer, HostRequest, SharedClientHandler,
 };
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, Catalog, CompletionTarget, ConnectionError, DownReason,
-    Host, HostEvent, PendingCall, ProgressCallback, ReloadReport, RestartPolicy, RoutedPrompt,
-    ServerId, ServerResource, ServerSpec, ServerState, ServerStatus, ServerTemplate, Skipped,
-    StartError, SupervisorOptions, TransportSpec, Vitals,
+    Fault, FaultError, FaultKind, Host, HostEvent, PendingCall, ProgressCallback, ReloadReport,
+    RestartPolicy, RoutedPrompt, ServerId, ServerResource, ServerSpec, ServerState, ServerStatus,
+    ServerTemplate, Skipped, StartError, SupervisorOptions, TransportSpec, Vitals,
 };
 pub use mcpvisor_protocol::completion::Completion;
 pub use mcpvisor_protocol::logging::LogLevel;

@@ -94,6 +94,9 @@ pub fn event_json(e: &HostEvent) -> Value {
         HostEvent::ServerStopped { server } => {
             json!({"event": "server_stopped", "server": &**server})
         }
+        HostEvent::FaultInjected { server, fault } => json!({
+            "event": "fault_injected", "server": &**server, "fault": fault.to_string()
+        }),
         HostEvent::ToolsChanged { server, tools } => json!({
             "event": "tools_changed", "server": &**server,
             "tools": tools.iter().map(|t| t.as_str()).collect::<Vec<_>>()

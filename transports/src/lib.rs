@@ -17,16 +17,18 @@
 
 pub mod error;
 pub mod event;
+pub mod fault;
 pub mod headers;
 pub mod http;
 pub mod stdio;
 
 pub use error::{ExitInfo, TransportError};
 pub use event::{Outbound, TransportEvent, TransportSink};
+pub use fault::{Faulty, Oversized, WireFaults};
 pub use headers::{HeaderError, HttpHeaders};
 pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
 pub use mcpvisor_protocol::secret::{self, SecretString};
 pub use stdio::{
-    DEFAULT_PASSTHROUGH, StdioOptions, StdioSpec, StdioTransport, StdioWriter,
+    DEFAULT_PASSTHROUGH, GroupSignal, StdioOptions, StdioSpec, StdioTransport, StdioWriter,
     child_environment_names,
 };

@@ -132,6 +132,11 @@ impl Connection {
         }
     }
 
+    /// Fault injection no longer reaches this connection.
+    pub(crate) fn detach_faults(&self, actor: ractor::ActorId) {
+        self.ctx.faults.server(&self.name).detach(actor);
+    }
+
     pub(crate) fn transport(&self) -> &ActorRef<TransportMsg> {
         &self.transport
     }

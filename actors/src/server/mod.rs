@@ -17,14 +17,15 @@ use std::time::Duration;
 
 use std::sync::atomic::AtomicI64;
 
-use mcpvisor_transports::{HttpTransport, StdioTransport};
+use mcpvisor_transports::{Faulty, HttpTransport, Oversized, StdioTransport};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::Semaphore;
 
 use crate::context::HostContext;
 use crate::error::{ConnectionError, FailureCell};
+use crate::fault_board::LiveConnection;
 use crate::lane::{CallLane, LaneWriter};
-use crate::messages::{ServerMsg, SupervisorMsg};
+use crate::messages::{ServerMsg, SupervisorMsg, TransportFault, TransportMsg};
 use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
 use crate::transport::{InboundSink, Transport, TransportActor};
@@ -70,13 +71,24 @@ impl Actor for ServerActor {
             ActorProcessingErr::from(text)
         };
         let capacity = ctx.options.inbound_queue.max(1);
-        let sink = Arc::new(InboundSink {
+        let inbound = Arc::new(InboundSink {
             server: myself.clone(),
             gate: Arc::new(Semaphore::new(capacity)),
             capacity,
             transport: OnceLock::new(),
             lane: OnceLock::new(),
         });
+        let faults = ctx.faults.server(&spec.name);
+        let http = matches!(spec.transport, TransportSpec::Http(_));
+        let oversized = match &spec.transport {
+            TransportSpec::Stdio(_) => Oversized::Frame {
+                limit: ctx.options.stdio.frame_limit,
+            },
+            TransportSpec::Http(_) => Oversized::Message {
+                limit: ctx.options.http.message_limit,
+            },
+        };
+        let sink = Arc::new(Faulty::new(inbound.clone(), faults.wire.clone(), oversized));
         let (transport, pid) = match &spec.transport {
             TransportSpec::Stdio(stdio) => {
                 let t = StdioTransport::spawn(&spec.name, stdio, &ctx.options.stdio, sink.clone())
@@ -88,7 +100,8 @@ impl Actor for ServerActor {
                 let client = ctx.http_client().map_err(|e| record(e.into()))?;
                 let t =
                     HttpTransport::new(&spec.name, http, client, &ctx.options.http, sink.clone())
-                        .map_err(|e| record(e.into()))?;
+                        .map_err(|e| record(e.into()))?
+                        .with_faults(faults.wire.clone());
                 (Transport::Http(t), None)
             }
         };
@@ -100,7 +113,15 @@ impl Actor for ServerActor {
             TransportActor::spawn_linked(None, TransportActor::new(), transport, myself.get_cell())
                 .await
                 .map_err(|e| record(ConnectionError::ActorFailed(e.to_string())))?;
-        let _ = sink.transport.set(child.clone());
+        let _ = inbound.transport.set(child.clone());
+        faults.attach(
+            http,
+            LiveConnection {
+                actor: myself.get_id(),
+                transport: child.clone(),
+                sink,
+            },
+        );
         let writer = match stdin {
             Some(stdin) => LaneWriter::Stdio(stdin),
             None => LaneWriter::Actor(child.clone()),
@@ -114,9 +135,15 @@ impl Actor for ServerActor {
             ctx.options.max_in_flight,
         ));
         lane.start_deadlines();
-        let _ = sink.lane.set(lane.clone());
-        let mut conn = Connection::new(args, child, pid, lane, ids);
+        let _ = inbound.lane.set(lane.clone());
+        let exit_during_initialize = !http && faults.take_exit_on_initialize();
+        let mut conn = Connection::new(args, child.clone(), pid, lane, ids);
         conn.begin(&myself);
+        if exit_during_initialize {
+            // Behind `initialize` in the writer's queue: the server dies with it unanswered.
+            tracing::debug!(server = %spec.name, "fault: exiting during initialize");
+            let _ = child.cast(TransportMsg::Fault(TransportFault::Kill, None));
+        }
         Ok(conn)
     }
 
@@ -209,6 +236,7 @@ impl Actor for ServerActor {
         conn: &mut Connection,
     ) -> Result<(), ActorProcessingErr> {
         conn.close_pending("connection stopped");
+        conn.detach_faults(myself.get_id());
         // The transport's teardown waits for the process group; a transport stuck in
         // a write to a stopped process is killed instead (its drop kills the group).
         let child = conn.transport().clone();

@@ -69,6 +69,7 @@ impl SupervisorState {
         for id in gone {
             if let Some(slot) = self.slots.remove(&id) {
                 self.ctx.status.remove(id);
+                self.ctx.faults.remove(&slot.name);
                 self.ctx.bus.emit(HostEvent::ServerStopped {
                     server: slot.name.clone(),
                 });

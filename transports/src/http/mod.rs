@@ -30,7 +30,8 @@ use reqwest::{StatusCode, Url};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::error::TransportError;
-use crate::event::{Outbound, TransportSink};
+use crate::event::{Outbound, TransportEvent, TransportSink};
+use crate::fault::WireFaults;
 use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use body::{excerpt, http_error};
@@ -181,6 +182,8 @@ pub(crate) struct Shared {
     oauth: Option<Arc<OAuth>>,
     /// The revision the handshake settled on, once it has.
     pub(crate) protocol: std::sync::OnceLock<Revision>,
+    /// The server's wire faults (the cut answer stream is made here).
+    pub(crate) faults: Arc<WireFaults>,
 }
 
 impl Shared {
@@ -478,6 +481,7 @@ impl<S: TransportSink> HttpTransport<S> {
             session: Session::default(),
             oauth: spec.oauth.clone(),
             protocol: std::sync::OnceLock::new(),
+            faults: Arc::default(),
         });
         Ok(HttpTransport {
             shared,
@@ -488,6 +492,51 @@ impl<S: TransportSink> HttpTransport<S> {
             notices: None,
             down: false,
         })
+    }
+
+    /// Puts the connection under `faults` (the server's, kept across connections).
+    pub fn with_faults(mut self, faults: Arc<WireFaults>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.faults = faults;
+        }
+        self
+    }
+
+    /// The fault "connections reset": every request in flight loses its
+    /// connection and fails, and the GET stream drops and reconnects (resuming
+    /// after its last event), as when a proxy or the network resets them.
+    pub async fn reset_connections(&mut self) {
+        if self.down {
+            return;
+        }
+        self.reap();
+        let cut: Vec<RequestId> = self
+            .in_flight
+            .drain()
+            .map(|(id, task)| {
+                task.abort();
+                id
+            })
+            .collect();
+        if !cut.is_empty() {
+            let sink = self.sink.clone();
+            tokio::spawn(async move {
+                for id in cut {
+                    let error = TransportError::Http("connection reset (fault injected)".into());
+                    if !sink
+                        .deliver(TransportEvent::RequestFailed { id, error })
+                        .await
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        if let Some(mut listener) = self.listener.take() {
+            listener.stop().await;
+            self.notices = None;
+            self.start_notifications().await;
+        }
     }
 
     /// Sends one message. Requests run concurrently and report their own

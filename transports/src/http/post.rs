@@ -103,6 +103,9 @@ async fn read_answer<S: TransportSink>(
     id: &RequestId,
 ) -> Result<(), TransportError> {
     let limit = shared.options.message_limit;
+    if shared.faults.take_cut() {
+        return cut(shared, sink, resp, id).await;
+    }
     match kind(&resp) {
         Kind::Json => {
             let body = read_bounded(resp, limit).await?;
@@ -123,6 +126,26 @@ async fn read_answer<S: TransportSink>(
         }
         Kind::Other(ct) => Err(TransportError::UnexpectedContentType(ct)),
     }
+}
+
+/// The fault "answer stream cut": the stream closes after its headers, before
+/// the answer, and what follows is what follows any cut stream.
+async fn cut<S: TransportSink>(
+    shared: &Shared,
+    sink: &S,
+    resp: reqwest::Response,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    let sse = matches!(kind(&resp), Kind::Sse);
+    drop(resp);
+    tracing::debug!(server = %shared.server, %id, "fault: answer stream cut");
+    if sse {
+        let mut parser = SseParser::new(shared.options.message_limit);
+        return resume(shared, sink, &mut parser, id).await;
+    }
+    Err(TransportError::Http(
+        "the answer stream was cut before the answer (fault injected)".into(),
+    ))
 }
 
 /// The answer's stream ended before the answer: reconnect with GET and

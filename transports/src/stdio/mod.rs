@@ -188,6 +188,17 @@ impl Default for StdioOptions {
     }
 }
 
+/// A signal for a server's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSignal {
+    /// SIGKILL.
+    Kill,
+    /// SIGSTOP: the processes freeze until continued.
+    Stop,
+    /// SIGCONT.
+    Continue,
+}
+
 /// A running stdio server. Dropping it without [`StdioTransport::shutdown`]
 /// still kills the whole process group.
 pub struct StdioTransport {
@@ -292,6 +303,25 @@ impl StdioTransport {
     /// The server's process id (also its process group id).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Sends `signal` to the server's whole process group (fault injection).
+    pub fn signal_group(&self, signal: GroupSignal) -> std::io::Result<()> {
+        if self.down {
+            return Err(std::io::Error::other("the server is already stopped"));
+        }
+        let signal = match signal {
+            GroupSignal::Kill => Signal::SIGKILL,
+            GroupSignal::Stop => Signal::SIGSTOP,
+            GroupSignal::Continue => Signal::SIGCONT,
+        };
+        killpg(Pid::from_raw(self.pid as i32), signal).map_err(std::io::Error::from)
+    }
+
+    /// Closes the server's stdin, as if the host had let go of it (fault
+    /// injection); the server sees end of input.
+    pub fn close_stdin(&self) {
+        self.stdin.close();
     }
 
     /// Writes one message; `line` must not contain a newline, one is appended.
