@@ -27,6 +27,10 @@ pub struct GatewayOptions {
     /// Revisions a downstream session may speak (its own when listed, else the
     /// first). Default: 2025-03-26 alone.
     pub protocol_versions: mcpvisor_protocol::revision::Versions,
+    /// Whether trusted sessions may deal faults to the servers with
+    /// `mcpvisor/inject` (`mcpvisor serve --allow-faults`). Off by default: a
+    /// gateway in daily use must not be one request away from killing its servers.
+    pub allow_faults: bool,
 }
 
 impl Default for GatewayOptions {
@@ -38,6 +42,7 @@ impl Default for GatewayOptions {
             outbound_queue: 256,
             first_start: Duration::from_secs(30),
             protocol_versions: Default::default(),
+            allow_faults: false,
         }
     }
 }

@@ -24,9 +24,11 @@ mod gateway;
 mod handshake;
 pub mod http;
 mod in_flight;
+pub mod inject;
 pub mod lines;
 pub mod offered;
 mod outcome;
+pub mod reach;
 pub mod session;
 pub mod socket;
 pub mod subscriptions;
@@ -34,5 +36,6 @@ pub mod tools;
 pub mod wire;
 
 pub use gateway::{Gateway, GatewayOptions, Reloader};
+pub use reach::Reach;
 pub use session::Session;
 pub use tools::Naming;

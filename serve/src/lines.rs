@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::gateway::Gateway;
+use crate::reach::Reach;
 use crate::session::{Outbound, Session, error_message};
 use crate::tools::Naming;
 
@@ -30,7 +31,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(gateway.options().outbound_queue);
-    let session = Session::open(gateway.clone(), naming, tx.clone());
+    let session = Session::open(gateway.clone(), naming, Reach::Local, tx.clone());
     let writer = tokio::spawn(write_lines(rx, writer));
     let mut decoder = FrameDecoder::new(MAX_LINE);
     let mut buf = vec![0u8; 16 * 1024];

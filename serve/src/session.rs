@@ -29,11 +29,13 @@ use crate::convert;
 use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
 use crate::handshake;
+use crate::inject;
 
 mod url_steps;
 use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
 use crate::offered;
 use crate::outcome::{self, Outcome};
+use crate::reach::Reach;
 use crate::subscriptions;
 use crate::tools::{self, Naming};
 use crate::wire;
@@ -54,6 +56,11 @@ pub mod extension {
     pub const RELOAD: &str = "mcpvisor/reload";
     /// Asks for every supervisor event as an [`EVENT`] notification.
     pub const WATCH: &str = "mcpvisor/watch";
+    /// Deals a fault to a server, or ends its faults: params
+    /// `{"server": name, "fault": "stop:2s", "for"?: "10s"}` or
+    /// `{"server": name, "clear": true}`. Only when the gateway allows faults,
+    /// and over HTTP only with the bearer token; see [`crate::inject`].
+    pub const INJECT: &str = "mcpvisor/inject";
     /// In a `tools/call`'s `_meta`: how long this client waits, in
     /// milliseconds. Past it the call is cancelled (the server gets
     /// `notifications/cancelled`); the connection, which other sessions share,
@@ -69,6 +76,8 @@ pub struct Session {
     me: Weak<Session>,
     gateway: Arc<Gateway>,
     naming: Naming,
+    /// How the client came in, which decides what it may ask beyond MCP.
+    reach: Reach,
     notices: Outbound,
     state: Mutex<State>,
     requests: Arc<Requests>,
@@ -98,14 +107,21 @@ struct State {
 }
 
 impl Session {
-    /// Opens a session; unsolicited messages go to `notices`.
-    pub fn open(gateway: Arc<Gateway>, naming: Naming, notices: Outbound) -> Arc<Session> {
+    /// Opens a session for a client that came in by `reach`; unsolicited
+    /// messages go to `notices`.
+    pub fn open(
+        gateway: Arc<Gateway>,
+        naming: Naming,
+        reach: Reach,
+        notices: Outbound,
+    ) -> Arc<Session> {
         let events = gateway.host().events();
         let coalesce = gateway.options().coalesce;
         let session = Arc::new_cyclic(|me| Session {
             me: me.clone(),
             gateway,
             naming,
+            reach,
             notices,
             state: Mutex::new(State::default()),
             requests: Arc::default(),
@@ -463,6 +479,7 @@ impl Session {
                 self.state.lock().watching = true;
                 Ok(json!({}))
             }
+            extension::INJECT => inject::answer(&self.gateway, self.reach, params.as_ref()).await,
             other => Err(error(
                 error_codes::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),

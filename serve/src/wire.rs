@@ -199,5 +199,22 @@ fn changes_routes(e: &HostEvent) -> bool {
             | HostEvent::ResourcesChanged { .. }
             | HostEvent::ResourceUpdated { .. }
             | HostEvent::PromptsChanged { .. }
+            // The fault's effects (a restart) come as their own events.
+            | HostEvent::FaultInjected { .. }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_changes_no_list_by_itself() {
+        let event = HostEvent::FaultInjected {
+            server: "demo".into(),
+            fault: mcpvisor::Fault::Kill,
+        };
+        assert!(!changes(&event).any());
+        assert_eq!(event_json(&event)["fault"], "kill");
+    }
 }

@@ -31,6 +31,7 @@ pub use guard::{BearerToken, TokenFileError, is_loopback};
 
 use crate::gateway::Gateway;
 use crate::lines::parse_error;
+use crate::reach::Reach;
 use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, json_body, sse_event};
@@ -337,9 +338,13 @@ async fn on_post(
         let gateway = endpoint.gateway.clone();
         let naming = endpoint.options.naming;
         let queue = gateway.options().outbound_queue;
+        // With a token required, every request of the session presented it.
+        let reach = Reach::Http {
+            token: endpoint.options.token.is_some(),
+        };
         match endpoint
             .sessions
-            .insert(|tx| Session::open(gateway, naming, tx), queue)
+            .insert(|tx| Session::open(gateway, naming, reach, tx), queue)
         {
             Ok((id, session)) => (Some(id), session),
             Err(full) => {

@@ -1,0 +1,29 @@
+//! How a session's client reached the gateway, which decides what it may ask
+//! beyond MCP: dealing faults to the servers is for clients that are the
+//! user, not for whatever can open a loopback connection.
+
+/// The way a downstream session came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reach {
+    /// stdio or the 0600 local socket: the user who started the gateway.
+    Local,
+    /// Streamable HTTP. `token` says whether the endpoint requires the bearer
+    /// token, which every request of the session then presented; without it,
+    /// any local process (or page that passes the Origin checks) may be the client.
+    Http {
+        /// The endpoint requires the bearer token.
+        token: bool,
+    },
+}
+
+impl Reach {
+    /// Whether the client proved it is someone the user trusts: local, or
+    /// HTTP with the bearer token.
+    pub fn is_trusted(self) -> bool {
+        match self {
+            Reach::Local => true,
+            Reach::Http { token } => token,
+        }
+    }
+}
