@@ -158,6 +158,23 @@ pub(crate) enum Command {
         /// The server's name.
         name: String,
     },
+    /// Deal a fault to a server of the running `mcpvisor serve --allow-faults`, to
+    /// see how an agent talking to it copes: kill, stop[:DURATION], close-stdin,
+    /// exit-during-initialize, garbage[:LINES], oversize, delay[:BY[:FOR]],
+    /// drop[:COUNT], cut-stream, reset. `--clear` ends the server's faults.
+    Inject {
+        /// The server's name.
+        server: String,
+        /// The fault, e.g. `kill`, `stop:2s`, `delay:500ms`, `drop:3`.
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        fault: Option<String>,
+        /// How long a `stop` or `delay` lasts (e.g. 10s).
+        #[arg(long = "for", value_name = "DURATION", conflicts_with = "clear")]
+        lasting: Option<String>,
+        /// End every fault set on the server (a stopped server continues at once).
+        #[arg(long)]
+        clear: bool,
+    },
     /// Keep the servers running and serve their tools as one MCP server: on the
     /// local socket (where the other commands attach), and on stdio or HTTP.
     Serve(serve::ServeArgs),

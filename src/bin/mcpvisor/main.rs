@@ -14,6 +14,7 @@ mod describe;
 mod edit;
 mod entry_view;
 mod health;
+mod inject;
 mod invocation;
 mod live;
 mod offered;
@@ -226,6 +227,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         } => arguments::Given::read(arguments, args).map_err(|m| Failure(m, 2))?,
         _ => Default::default(),
     };
+    let injection = inject::Injection::of(&command)?;
     let needed = needed_by(&command)?;
     if let Command::ToolNames = command {
         // Completion must be quick and quiet: a running serve, or nothing.
@@ -250,6 +252,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         // The servers named must be the running serve's, as they must be the file's.
         if let oneshot::Needed::Servers(names) = &needed {
             attached::check_names(&mut client, names).await?;
+        }
+        if let Some(injection) = injection {
+            return injection.send(&mut client, cli.json).await;
         }
         return match command {
             Command::Tools { servers } => {
@@ -306,6 +311,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             }
             _ => Ok(ExitCode::SUCCESS),
         };
+    }
+    if injection.is_some() {
+        return Err(inject::needs_serve());
     }
     match command {
         Command::Servers { .. } => {
@@ -420,7 +428,9 @@ fn needed_by(command: &Command) -> Result<oneshot::Needed, Failure> {
         Command::Prompt { name, .. } => server_of(name, "prompt")?,
         Command::Tools { servers } => some(servers),
         Command::Resources { server } | Command::Prompts { server } => some(server.as_slice()),
-        Command::Read { server, .. } => Needed::Servers(vec![server.clone()]),
+        Command::Read { server, .. } | Command::Inject { server, .. } => {
+            Needed::Servers(vec![server.clone()])
+        }
         _ => Needed::All,
     })
 }

@@ -47,6 +47,11 @@ pub(crate) struct ServeArgs {
     /// help when many sessions move large listings or results at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     worker_threads: u16,
+    /// Let `mcpvisor inject` (the `mcpvisor/inject` method) deal faults to the
+    /// servers: through the local socket and stdio, and over HTTP only with
+    /// --token-file. For testing how an agent copes; off by default.
+    #[arg(long)]
+    allow_faults: bool,
 }
 
 impl ServeArgs {
@@ -103,6 +108,7 @@ pub(crate) async fn serve(
     gateway_options.first_start = options.startup_timeout + Duration::from_secs(1);
     // Downstream sessions negotiate from the same preference as the servers.
     gateway_options.protocol_versions = options.protocol_versions.clone();
+    gateway_options.allow_faults = args.allow_faults;
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
@@ -120,6 +126,9 @@ pub(crate) async fn serve(
                 tracing::error!(error = %e, "the HTTP endpoint failed");
             }
         }));
+    }
+    if args.allow_faults {
+        eprintln!("mcpvisor: fault injection allowed (`mcpvisor inject`)");
     }
     let listener = Arc::new(listener);
     eprintln!(
