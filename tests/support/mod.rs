@@ -2,6 +2,7 @@
 //! event waits, and process and memory readings from /proc.
 #![allow(dead_code)]
 
+pub mod attached;
 pub mod auth_server;
 pub mod http_server;
 pub mod logs;
