@@ -134,7 +134,8 @@ pub struct HttpOptions {
     pub get_backoff_initial: Duration,
     /// Longest delay between GET stream attempts.
     pub get_backoff_max: Duration,
-    /// How long the first GET may take before requests go on without it.
+    /// How long a resumption (a GET with `Last-Event-ID`) waits for the
+    /// notification stream's first GET to be answered before going on without it.
     pub stream_open_wait: Duration,
 }
 
@@ -184,6 +185,19 @@ pub(crate) struct Shared {
     pub(crate) protocol: std::sync::OnceLock<Revision>,
     /// The server's wire faults (the cut answer stream is made here).
     pub(crate) faults: Arc<WireFaults>,
+    /// Where the notification stream's first GET stands; resumptions wait for it.
+    pub(crate) stream: tokio::sync::watch::Sender<StreamOpen>,
+}
+
+/// Where the notification stream's first GET stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamOpen {
+    /// No stream was asked for (the handshake is not over, or it never will be).
+    NotAsked,
+    /// The GET is sent and not answered yet.
+    Opening,
+    /// The server answered it (a stream, a refusal or a failure).
+    Answered,
 }
 
 impl Shared {
@@ -482,6 +496,7 @@ impl<S: TransportSink> HttpTransport<S> {
             oauth: spec.oauth.clone(),
             protocol: std::sync::OnceLock::new(),
             faults: Arc::default(),
+            stream: tokio::sync::watch::Sender::new(StreamOpen::NotAsked),
         });
         Ok(HttpTransport {
             shared,
@@ -595,22 +610,21 @@ impl<S: TransportSink> HttpTransport<S> {
         let _ = self.shared.protocol.set(revision);
     }
 
-    /// Opens the GET notification stream (after the handshake) and waits, at most
-    /// `options.stream_open_wait`, until the server has answered it. Requests sent
-    /// after this then cannot be mistaken for the stream's own: a server that
-    /// resumes a cut answer on "the next GET" sees the resumption, not this stream.
+    /// Opens the GET notification stream (after the handshake). Requests go on
+    /// at once; only a resumption of a cut answer waits (at most
+    /// `options.stream_open_wait`) until the server has answered this GET, so a
+    /// server that resumes a cut answer on "the next GET" sees the resumption,
+    /// not this stream.
     pub async fn start_notifications(&mut self) {
         if self.listener.is_some() || self.down {
             return;
         }
         self.notices = Some(NoticeSender::spawn(self.shared.clone()));
-        let (opened, answered) = tokio::sync::oneshot::channel();
-        match NotificationListener::spawn(self.shared.clone(), self.sink.clone(), opened) {
-            Ok(l) => {
-                self.listener = Some(l);
-                let _ = tokio::time::timeout(self.shared.options.stream_open_wait, answered).await;
-            }
+        self.shared.stream.send_replace(StreamOpen::Opening);
+        match NotificationListener::spawn(self.shared.clone(), self.sink.clone()) {
+            Ok(l) => self.listener = Some(l),
             Err(e) => {
+                self.shared.stream.send_replace(StreamOpen::Answered);
                 tracing::warn!(server = %self.shared.server, "notification stream not started: {e}")
             }
         }

@@ -11,11 +11,11 @@ use std::thread::JoinHandle;
 
 use mcpvisor_protocol::sse::SseParser;
 use reqwest::StatusCode;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
-use super::Shared;
 use super::backoff::{HEALTHY_FOR, StreamBackoff};
 use super::body::{Kind, kind, pump_sse};
+use super::{Shared, StreamOpen};
 use crate::event::TransportSink;
 
 pub(crate) struct NotificationListener {
@@ -24,12 +24,12 @@ pub(crate) struct NotificationListener {
 }
 
 impl NotificationListener {
-    /// Starts the stream's thread; `opened` fires once the first GET has an answer
-    /// (a stream, a refusal or a failure).
+    /// Starts the stream's thread; `shared.stream` becomes `Answered` once the
+    /// first GET has an answer (a stream, a refusal or a failure), or the
+    /// listener ends without one.
     pub(crate) fn spawn<S: TransportSink>(
         shared: Arc<Shared>,
         sink: Arc<S>,
-        opened: oneshot::Sender<()>,
     ) -> std::io::Result<NotificationListener> {
         let (stop, stopped) = watch::channel(false);
         let name = format!("mcpvisor-sse-{}", shared.server);
@@ -41,10 +41,13 @@ impl NotificationListener {
                 Ok(rt) => rt,
                 Err(e) => {
                     tracing::warn!(server = %shared.server, "notification stream not started: {e}");
+                    shared.stream.send_replace(StreamOpen::Answered);
                     return;
                 }
             };
-            runtime.block_on(listen(shared, sink, stopped, opened));
+            runtime.block_on(listen(shared.clone(), sink, stopped));
+            // Nothing waits for a stream that is gone.
+            shared.stream.send_replace(StreamOpen::Answered);
         })?;
         Ok(NotificationListener {
             stop,
@@ -79,9 +82,7 @@ async fn listen<S: TransportSink>(
     shared: Arc<Shared>,
     sink: Arc<S>,
     mut stopped: watch::Receiver<bool>,
-    opened: oneshot::Sender<()>,
 ) {
-    let mut opened = Some(opened);
     // Connections made here belong to this thread's runtime, so this stream gets
     // its own client instead of sharing the POST client's pool across runtimes.
     let client = match shared.client_builder().build() {
@@ -97,7 +98,7 @@ async fn listen<S: TransportSink>(
         shared.options.get_backoff_max,
     );
     loop {
-        let attempt = stream_once(&shared, &client, &*sink, &mut parser, &mut opened);
+        let attempt = stream_once(&shared, &client, &*sink, &mut parser);
         let outcome = tokio::select! {
             _ = stopped.changed() => return,
             outcome = attempt => outcome,
@@ -121,13 +122,14 @@ async fn stream_once<S: TransportSink>(
     client: &reqwest::Client,
     sink: &S,
     parser: &mut SseParser,
-    opened: &mut Option<oneshot::Sender<()>>,
 ) -> Outcome {
     let last = parser.last_event_id().map(str::to_string);
     let answer = shared.get_with(client, last.as_deref()).await;
-    if let Some(opened) = opened.take() {
-        let _ = opened.send(());
-    }
+    shared.stream.send_if_modified(|s| {
+        let first = *s != StreamOpen::Answered;
+        *s = StreamOpen::Answered;
+        first
+    });
     let mut resp = match answer {
         Ok(r) => r,
         Err(e) => {
