@@ -255,8 +255,11 @@ async fn http_scenario() -> Seen {
         ..Script::default()
     })
     .await;
-    let spec = ServerSpec::http("web", HttpSpec::new(server.url.clone()));
-    let host = Host::start(vec![spec], fast_options()).await.unwrap();
+    // Three connections (three sessions, three GET streams) share one stream thread.
+    let specs = ["web", "web2", "web3"]
+        .map(|name| ServerSpec::http(name, HttpSpec::new(server.url.clone())))
+        .to_vec();
+    let host = Host::start(specs, fast_options()).await.unwrap();
     let mut events = Box::pin(host.events());
     // The first GET event arrives through the stream thread (maybe before ready).
     wait_for(&mut events, Duration::from_secs(20), |e| {
@@ -264,7 +267,10 @@ async fn http_scenario() -> Seen {
     })
     .await;
     let statuses = host.wait_ready(Duration::from_secs(20)).await;
-    assert_eq!(statuses[0].state, ServerState::Ready);
+    assert!(
+        statuses.iter().all(|s| s.state == ServerState::Ready),
+        "{statuses:?}"
+    );
     let hang = host
         .call(
             "mcp__web__hang",
@@ -371,7 +377,11 @@ fn http_host_joins_its_stream_thread_and_closes_its_fds() {
     let _alone = alone();
     let before = snapshot();
     let seen = on_runtime(http_scenario);
-    assert_eq!(stream_threads(&seen.during), 1);
+    assert_eq!(
+        stream_threads(&seen.during),
+        1,
+        "one GET-stream thread for the host's three HTTP servers"
+    );
     assert!(
         seen.during.fds.len() > before.fds.len(),
         "{:?}",

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 
-use mcpvisor_transports::{TransportError, http_client};
+use mcpvisor_transports::{StreamRuntime, TransportError, http_client};
 
 use parking_lot::RwLock;
 use ractor::ActorRef;
@@ -24,6 +24,8 @@ pub(crate) struct HostContext {
     pub(crate) shutting_down: AtomicBool,
     /// One HTTP client for every HTTP server of this host, made on first use.
     pub(crate) http_client: OnceLock<reqwest::Client>,
+    /// The one thread every GET stream of this host runs on, made on first use.
+    pub(crate) streams: parking_lot::Mutex<Option<Arc<StreamRuntime>>>,
     /// The host's current roots (`None`: not offered), shared with the `Host`.
     pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
     /// Subscriptions and log levels to renew on every new connection.
@@ -43,6 +45,16 @@ impl HostContext {
     /// The current registry.
     pub(crate) fn registry(&self) -> ActorRef<RegistryMsg> {
         self.registry.read().clone()
+    }
+
+    pub(crate) fn streams(&self) -> Result<Arc<StreamRuntime>, TransportError> {
+        let mut streams = self.streams.lock();
+        if let Some(s) = &*streams {
+            return Ok(s.clone());
+        }
+        let started = StreamRuntime::start("mcpvisor-sse", &self.options.http)?;
+        *streams = Some(started.clone());
+        Ok(started)
     }
 
     pub(crate) fn http_client(&self) -> Result<reqwest::Client, TransportError> {

@@ -117,6 +117,7 @@ impl Actor for SupervisorActor {
             registry: parking_lot::RwLock::new(registry),
             shutting_down: Default::default(),
             http_client: Default::default(),
+            streams: Default::default(),
             roots: args.roots,
             standing: args.standing,
             faults: args.faults,
@@ -570,6 +571,11 @@ impl SupervisorState {
             .registry()
             .stop_and_wait(None, Some(Duration::from_secs(1)))
             .await;
+        // Every connection is gone: the GET streams' thread ends with the host.
+        let streams = self.ctx.streams.lock().take();
+        if let Some(streams) = streams {
+            mcpvisor_transports::StreamRuntime::close(streams, Duration::from_secs(1)).await;
+        }
     }
 }
 

@@ -26,7 +26,9 @@ pub use error::{ExitInfo, TransportError};
 pub use event::{Outbound, TransportEvent, TransportSink};
 pub use fault::{Faulty, Oversized, WireFaults};
 pub use headers::{HeaderError, HttpHeaders};
-pub use http::{HttpOptions, HttpSpec, HttpTransport, endpoint_url, http_client, redact_url};
+pub use http::{
+    HttpOptions, HttpSpec, HttpTransport, StreamRuntime, endpoint_url, http_client, redact_url,
+};
 pub use mcpvisor_protocol::secret::{self, SecretString};
 pub use stdio::{
     DEFAULT_PASSTHROUGH, GroupSignal, StdioOptions, StdioSpec, StdioTransport, StdioWriter,

@@ -98,10 +98,12 @@ impl Actor for ServerActor {
             }
             TransportSpec::Http(http) => {
                 let client = ctx.http_client().map_err(|e| record(e.into()))?;
+                let streams = ctx.streams().map_err(|e| record(e.into()))?;
                 let t =
                     HttpTransport::new(&spec.name, http, client, &ctx.options.http, sink.clone())
                         .map_err(|e| record(e.into()))?
-                        .with_faults(faults.wire.clone());
+                        .with_faults(faults.wire.clone())
+                        .with_streams(streams);
                 (Transport::Http(t), None)
             }
         };

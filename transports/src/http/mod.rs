@@ -15,6 +15,7 @@ mod notices;
 mod notifications;
 mod post;
 mod session;
+mod streams;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -40,6 +41,7 @@ use mcpvisor_protocol::revision::Revision;
 use notices::NoticeSender;
 use notifications::NotificationListener;
 use session::{SESSION_HEADER, Session};
+pub use streams::StreamRuntime;
 
 /// The header that names the negotiated revision (from 2025-06-18 on).
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -381,10 +383,6 @@ impl Shared {
         .await
     }
 
-    pub(crate) fn client_builder(&self) -> reqwest::ClientBuilder {
-        client_builder(&self.options)
-    }
-
     /// Renews the session unless another request already did since `generation`.
     pub(crate) async fn renew(&self, generation: u64) -> Result<(), TransportError> {
         let _one_at_a_time = self.session.renewing.lock().await;
@@ -453,6 +451,8 @@ pub struct HttpTransport<S> {
     /// Requests still running, to abandon one when its caller gave up.
     in_flight: HashMap<RequestId, AbortHandle>,
     listener: Option<NotificationListener>,
+    /// The thread GET streams run on (the host's, else one of this connection's own).
+    streams: Option<Arc<StreamRuntime>>,
     /// After the handshake, notifications are posted in order by their own task.
     notices: Option<NoticeSender>,
     down: bool,
@@ -504,6 +504,7 @@ impl<S: TransportSink> HttpTransport<S> {
             requests: JoinSet::new(),
             in_flight: HashMap::new(),
             listener: None,
+            streams: None,
             notices: None,
             down: false,
         })
@@ -514,6 +515,12 @@ impl<S: TransportSink> HttpTransport<S> {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.faults = faults;
         }
+        self
+    }
+
+    /// Runs the GET stream on `streams`, shared with the host's other connections.
+    pub fn with_streams(mut self, streams: Arc<StreamRuntime>) -> Self {
+        self.streams = Some(streams);
         self
     }
 
@@ -620,14 +627,22 @@ impl<S: TransportSink> HttpTransport<S> {
             return;
         }
         self.notices = Some(NoticeSender::spawn(self.shared.clone()));
+        let streams = match &self.streams {
+            Some(s) => s.clone(),
+            None => match StreamRuntime::start("mcpvisor-sse", &self.shared.options) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(server = %self.shared.server, "notification stream not started: {e}");
+                    return;
+                }
+            },
+        };
         self.shared.stream.send_replace(StreamOpen::Opening);
-        match NotificationListener::spawn(self.shared.clone(), self.sink.clone()) {
-            Ok(l) => self.listener = Some(l),
-            Err(e) => {
-                self.shared.stream.send_replace(StreamOpen::Answered);
-                tracing::warn!(server = %self.shared.server, "notification stream not started: {e}")
-            }
-        }
+        self.listener = Some(NotificationListener::spawn(
+            self.shared.clone(),
+            self.sink.clone(),
+            streams,
+        ));
     }
 
     /// Stops the GET stream (joining its thread), abandons requests in flight and

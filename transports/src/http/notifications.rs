@@ -1,13 +1,13 @@
-//! The GET notification stream: best effort, on its own thread.
+//! The GET notification stream: best effort, off the host's runtime.
 //!
-//! It runs on a dedicated thread with an isolated current-thread Tokio runtime,
-//! so a slow or broken stream never competes with the host's runtime, and it
-//! stops — and its thread is joined — on shutdown. Nothing here can fail a POST:
+//! It runs on the host's [`StreamRuntime`]: a thread with an isolated
+//! current-thread Tokio runtime shared by the host's GET streams, so a slow or
+//! broken stream never competes with the host's runtime; it stops, and is
+//! waited for, on shutdown. Nothing here can fail a POST:
 //! 405 means the server offers no stream (no retry); other failures reconnect
 //! with backoff, honouring `retry:` and sending `Last-Event-ID`.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use mcpvisor_protocol::sse::SseParser;
 use reqwest::StatusCode;
@@ -15,58 +15,52 @@ use tokio::sync::watch;
 
 use super::backoff::{HEALTHY_FOR, StreamBackoff};
 use super::body::{Kind, kind, pump_sse};
+use super::streams::StreamRuntime;
 use super::{Shared, StreamOpen};
 use crate::event::TransportSink;
 
 pub(crate) struct NotificationListener {
     stop: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// Keeps the streams' thread while this stream lives.
+    _runtime: Arc<StreamRuntime>,
 }
 
 impl NotificationListener {
-    /// Starts the stream's thread; `shared.stream` becomes `Answered` once the
-    /// first GET has an answer (a stream, a refusal or a failure), or the
+    /// Starts the stream on `runtime`; `shared.stream` becomes `Answered` once
+    /// the first GET has an answer (a stream, a refusal or a failure), or the
     /// listener ends without one.
     pub(crate) fn spawn<S: TransportSink>(
         shared: Arc<Shared>,
         sink: Arc<S>,
-    ) -> std::io::Result<NotificationListener> {
+        runtime: Arc<StreamRuntime>,
+    ) -> NotificationListener {
         let (stop, stopped) = watch::channel(false);
-        let name = format!("mcpvisor-sse-{}", shared.server);
-        let thread = std::thread::Builder::new().name(name).spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    tracing::warn!(server = %shared.server, "notification stream not started: {e}");
-                    shared.stream.send_replace(StreamOpen::Answered);
-                    return;
-                }
-            };
-            runtime.block_on(listen(shared.clone(), sink, stopped));
+        let client = runtime.client().clone();
+        let task = runtime.handle().spawn(async move {
+            listen(&shared, sink, stopped, client).await;
             // Nothing waits for a stream that is gone.
             shared.stream.send_replace(StreamOpen::Answered);
-        })?;
-        Ok(NotificationListener {
+        });
+        NotificationListener {
             stop,
-            thread: Some(thread),
-        })
+            task: Some(task),
+            _runtime: runtime,
+        }
     }
 
-    /// Stops the stream and joins its thread.
+    /// Stops the stream and waits until it has ended.
     pub(crate) async fn stop(&mut self) {
         let _ = self.stop.send(true);
-        if let Some(thread) = self.thread.take() {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
         }
     }
 }
 
 impl Drop for NotificationListener {
     fn drop(&mut self) {
-        // The thread notices and ends on its own; nothing blocks in a destructor.
+        // The task notices and ends on its own; nothing blocks in a destructor.
         let _ = self.stop.send(true);
     }
 }
@@ -78,27 +72,21 @@ enum Outcome {
     Retry { healthy: bool },
 }
 
+/// Connections made by `client` belong to the streams' runtime, so streams
+/// share their own pool instead of the POST client's, which lives on the host's.
 async fn listen<S: TransportSink>(
-    shared: Arc<Shared>,
+    shared: &Shared,
     sink: Arc<S>,
     mut stopped: watch::Receiver<bool>,
+    client: reqwest::Client,
 ) {
-    // Connections made here belong to this thread's runtime, so this stream gets
-    // its own client instead of sharing the POST client's pool across runtimes.
-    let client = match shared.client_builder().build() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(server = %shared.server, "notification stream not started: {e}");
-            return;
-        }
-    };
     let mut parser = SseParser::new(shared.options.message_limit);
     let mut backoff = StreamBackoff::new(
         shared.options.get_backoff_initial,
         shared.options.get_backoff_max,
     );
     loop {
-        let attempt = stream_once(&shared, &client, &*sink, &mut parser);
+        let attempt = stream_once(shared, &client, &*sink, &mut parser);
         let outcome = tokio::select! {
             _ = stopped.changed() => return,
             outcome = attempt => outcome,

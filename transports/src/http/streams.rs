@@ -1,0 +1,93 @@
+//! The thread every GET notification stream of a host runs on: one isolated
+//! current-thread Tokio runtime, so a slow or broken stream never competes
+//! with the host's runtime, and a host with many HTTP servers pays for one
+//! thread and one connection pool instead of one of each per server.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+use super::{HttpOptions, client_builder};
+use crate::error::TransportError;
+
+/// A thread with its own current-thread runtime for GET streams. It ends when
+/// the last handle to it is dropped (the streams on it are dropped with it).
+pub struct StreamRuntime {
+    handle: Handle,
+    /// The GET streams' own client: its connections belong to this runtime.
+    client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for StreamRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamRuntime").finish_non_exhaustive()
+    }
+}
+
+impl StreamRuntime {
+    /// Starts the thread; `name` names it (`mcpvisor-sse…`).
+    pub fn start(name: &str, options: &HttpOptions) -> Result<Arc<StreamRuntime>, TransportError> {
+        let io = |e: std::io::Error| TransportError::Config(format!("GET stream thread: {e}"));
+        let client = client_builder(options)
+            .build()
+            .map_err(|e| TransportError::Config(format!("HTTP client: {}", e.without_url())))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io)?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.chars().take(15).collect())
+            .spawn(move || {
+                // Drives every stream spawned onto it until the last handle goes;
+                // dropping the runtime then drops the streams still on it.
+                let _ = runtime.block_on(stopped);
+            })
+            .map_err(io)?;
+        Ok(Arc::new(StreamRuntime {
+            handle,
+            client,
+            stop: Some(stop),
+            thread: Some(thread),
+        }))
+    }
+
+    /// Stops the thread and waits (at most `within`) until it has ended, if
+    /// this is the last handle; otherwise only lets go of this one.
+    pub async fn close(this: Arc<StreamRuntime>, within: std::time::Duration) {
+        let Ok(mut runtime) = Arc::try_unwrap(this) else {
+            return;
+        };
+        if let Some(stop) = runtime.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = runtime.thread.take() {
+            let joined = tokio::task::spawn_blocking(move || thread.join());
+            let _ = tokio::time::timeout(within, joined).await;
+        }
+    }
+
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+}
+
+impl Drop for StreamRuntime {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Not joined: a destructor may run on the host's runtime and must not
+        // block it; the thread ends as soon as it sees the signal.
+        drop(self.thread.take());
+    }
+}
