@@ -139,3 +139,38 @@ async fn a_project_starts_in_one_call_with_its_problems() {
     host.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_answers_from_a_live_connection_and_a_hung_one_is_restarted() {
+    let host = Host::start(vec![demo("d", &[])], fast_options())
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    let ready = next_ready(&mut events).await;
+    let HostEvent::ServerReady { pid: Some(pid), .. } = ready else {
+        panic!("a stdio server has a pid: {ready:?}");
+    };
+    let took = host.ping("d", None).await.unwrap();
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(matches!(
+        host.ping("nobody", None).await,
+        Err(mcpvisor::CallError::UnknownServer(_))
+    ));
+    // A stopped process cannot answer: the ping times out, which ends the
+    // connection as a call's timeout does, and the server comes back.
+    let group = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let hung = host.ping("d", Some(Duration::from_millis(300))).await;
+    assert!(
+        matches!(hung, Err(mcpvisor::CallError::Timeout { .. })),
+        "{hung:?}"
+    );
+    let back = next_ready(&mut events).await;
+    assert!(
+        matches!(back, HostEvent::ServerReady { pid: Some(p), .. } if p != pid),
+        "{back:?}"
+    );
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGCONT);
+    host.ping("d", None).await.unwrap();
+    host.shutdown().await;
+}

@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, oneshot};
 
 mod inject;
 mod offered;
+mod ping;
 
 pub use offered::{
     Catalog, CompletionTarget, RoutedPrompt, ServerResource, ServerTemplate, Skipped,

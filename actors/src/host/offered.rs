@@ -362,7 +362,7 @@ impl Host {
     }
 
     /// The ready server named `server`.
-    fn link(&self, server: &str) -> Result<Arc<ServerLink>, CallError> {
+    pub(super) fn link(&self, server: &str) -> Result<Arc<ServerLink>, CallError> {
         if let Some(link) = self.0.routes.load().server(server) {
             return Ok(link.clone());
         }
