@@ -1,0 +1,530 @@
+//! What a run found: per fault kind how many were dealt and how long the
+//! servers took to come back, the calls by outcome, the invariants and which
+//! broke. [`Report`]'s `Display` is for people; it serializes to JSON for CI.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::callers::Tally;
+use crate::invariant::{Invariant, Violation};
+use crate::plan::Wire;
+use crate::proc::Sample;
+
+/// Recovery times kept per fault kind; past this, later ones are not kept
+/// (a run would need days to get there).
+const MAX_SAMPLES: usize = 100_000;
+/// Violations kept in full; past this, only counted.
+const MAX_VIOLATIONS: usize = 1000;
+
+/// Everything a run counted.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Report {
+    /// The plan's seed: the same seed deals the same faults to the same servers.
+    pub seed: u64,
+    /// The servers run.
+    pub servers: Vec<ServerLine>,
+    /// Cycles run (one fault each).
+    pub cycles: usize,
+    /// Wall time of the run, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Per fault kind (`kill`, `stop`, …): dealt, skipped, recovery times.
+    pub faults: BTreeMap<&'static str, FaultTally>,
+    /// Recovery times of every fault together.
+    pub recovery: Percentiles,
+    /// Calls by outcome.
+    pub calls: Calls,
+    /// Restarts the supervisor made.
+    pub restarts: u64,
+    /// Servers brought back with `Host::restart` after they were marked failed.
+    pub restarted_on_request: u64,
+    /// HTTP sessions renewed.
+    pub sessions_renewed: u64,
+    /// Process groups seen, each checked once its connection was gone.
+    pub process_groups: u64,
+    /// Processes found alive in a group whose connection was gone (then killed).
+    pub leaked_processes: u64,
+    /// Panics anywhere in the process during the run.
+    pub panics: u64,
+    /// Threads, fds and RSS.
+    pub resources: Resources,
+    /// Each invariant and whether it held.
+    pub invariants: Vec<InvariantCheck>,
+    /// Each time one did not (the first thousand).
+    pub violations: Vec<Violation>,
+    /// Violations not kept in `violations`.
+    pub violations_not_kept: u64,
+}
+
+/// One server of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerLine {
+    /// Its name.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub wire: Wire,
+    /// Faults dealt to it.
+    pub faults: u64,
+    /// True when it did not come back and the run stopped dealing it faults.
+    pub given_up: bool,
+}
+
+/// One fault kind's counts.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FaultTally {
+    /// Times dealt (applied or not).
+    pub dealt: u64,
+    /// Times it came up but no server it applies to was left.
+    pub skipped: u64,
+    /// Times the server answered again within the bound.
+    pub recovered: u64,
+    /// From the fault to the server answering again.
+    pub recovery: Percentiles,
+    #[serde(skip)]
+    samples: Vec<Duration>,
+}
+
+/// A distribution of durations, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// How many.
+    pub count: u64,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Largest.
+    pub max_ms: Option<f64>,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `samples`.
+    pub fn of(samples: &[Duration]) -> Percentiles {
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        let at = |p: f64| -> Option<f64> {
+            if sorted.is_empty() {
+                return None;
+            }
+            let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+            Some(ms(sorted[rank - 1]))
+        };
+        Percentiles {
+            count: sorted.len() as u64,
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: sorted.last().map(|d| ms(*d)),
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+/// Calls by outcome.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Calls {
+    /// Answered, on servers with no fault.
+    pub healthy_ok: u64,
+    /// Failed, on servers with no fault.
+    pub healthy_failed: u64,
+    /// Answered, on the faulted server (load and recovery pings).
+    pub faulted_ok: u64,
+    /// Failed with a typed error, on the faulted server.
+    pub faulted_failed: u64,
+    /// Answered tool results flagged `isError` (the tool ran and reported a failure).
+    pub tool_errors: u64,
+    /// Calls that ended past their timeout plus the slack.
+    pub late: u64,
+    /// Typed errors by kind (`timeout`, `transport/Exited`, …), on the faulted server.
+    pub faulted_errors: BTreeMap<String, u64>,
+    /// Typed errors by kind on servers with no fault.
+    pub healthy_errors: BTreeMap<String, u64>,
+}
+
+/// A reading and its range over the run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Band<T> {
+    /// Smallest seen.
+    pub min: T,
+    /// Largest seen.
+    pub max: T,
+}
+
+impl<T: Copy + Ord> Band<T> {
+    fn new(v: T) -> Band<T> {
+        Band { min: v, max: v }
+    }
+
+    fn add(&mut self, v: T) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
+/// This process's threads, fds and RSS over the run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Resources {
+    /// After the warm-up, before the first fault.
+    pub baseline: Sample,
+    /// Threads, after each cycle.
+    pub threads: Band<usize>,
+    /// Open file descriptors, after each cycle.
+    pub fds: Band<usize>,
+    /// RSS in KiB, after each cycle.
+    pub rss_kib: Band<u64>,
+    /// After the host shut down.
+    pub after_shutdown: Sample,
+}
+
+/// One invariant and whether it held.
+#[derive(Debug, Clone, Serialize)]
+pub struct InvariantCheck {
+    /// Its name.
+    pub name: Invariant,
+    /// What it promises.
+    pub promise: &'static str,
+    /// True when it was never broken.
+    pub held: bool,
+    /// Times it was broken.
+    pub violations: u64,
+}
+
+impl Report {
+    pub(crate) fn new(seed: u64, servers: Vec<ServerLine>, baseline: Sample) -> Report {
+        Report {
+            seed,
+            servers,
+            cycles: 0,
+            elapsed_ms: 0,
+            faults: BTreeMap::new(),
+            recovery: Percentiles::default(),
+            calls: Calls::default(),
+            restarts: 0,
+            restarted_on_request: 0,
+            sessions_renewed: 0,
+            process_groups: 0,
+            leaked_processes: 0,
+            panics: 0,
+            resources: Resources {
+                baseline,
+                threads: Band::new(baseline.threads),
+                fds: Band::new(baseline.fds),
+                rss_kib: Band::new(baseline.rss_kib),
+                after_shutdown: Sample::default(),
+            },
+            invariants: Vec::new(),
+            violations: Vec::new(),
+            violations_not_kept: 0,
+        }
+    }
+
+    /// The reading the band is measured from, once the warm-up is over.
+    pub(crate) fn set_baseline(&mut self, baseline: Sample) {
+        self.resources.baseline = baseline;
+        self.resources.threads = Band::new(baseline.threads);
+        self.resources.fds = Band::new(baseline.fds);
+        self.resources.rss_kib = Band::new(baseline.rss_kib);
+    }
+
+    /// True when no invariant broke.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty() && self.violations_not_kept == 0
+    }
+
+    /// The invariants that broke, each once, in the report's order.
+    pub fn broken(&self) -> Vec<Invariant> {
+        Invariant::ALL
+            .into_iter()
+            .filter(|i| self.violations.iter().any(|v| v.invariant == *i))
+            .collect()
+    }
+
+    pub(crate) fn violation(&mut self, v: Violation) {
+        if self.violations.len() < MAX_VIOLATIONS {
+            self.violations.push(v);
+        } else {
+            self.violations_not_kept += 1;
+        }
+    }
+
+    pub(crate) fn dealt(&mut self, kind: &'static str, server: usize) {
+        self.faults.entry(kind).or_default().dealt += 1;
+        if let Some(line) = self.servers.get_mut(server) {
+            line.faults += 1;
+        }
+    }
+
+    pub(crate) fn skipped(&mut self, kind: &'static str) {
+        self.faults.entry(kind).or_default().skipped += 1;
+    }
+
+    pub(crate) fn recovered(&mut self, kind: &'static str, after: Duration) {
+        let tally = self.faults.entry(kind).or_default();
+        tally.recovered += 1;
+        if tally.samples.len() < MAX_SAMPLES {
+            tally.samples.push(after);
+        }
+    }
+
+    /// Adds one cycle's calls: those on `victim` are the faulted server's.
+    pub(crate) fn add_calls(&mut self, by_server: &BTreeMap<String, Tally>, victim: &str) {
+        for (server, t) in by_server {
+            self.calls.tool_errors += t.tool_errors;
+            self.calls.late += t.late;
+            let (ok, failed, errors) = if server == victim {
+                let c = &mut self.calls;
+                (
+                    &mut c.faulted_ok,
+                    &mut c.faulted_failed,
+                    &mut c.faulted_errors,
+                )
+            } else {
+                let c = &mut self.calls;
+                (
+                    &mut c.healthy_ok,
+                    &mut c.healthy_failed,
+                    &mut c.healthy_errors,
+                )
+            };
+            *ok += t.ok;
+            *failed += t.failed();
+            for (kind, n) in &t.errors {
+                *errors.entry(kind.clone()).or_default() += n;
+            }
+        }
+    }
+
+    pub(crate) fn add_sample(&mut self, s: Sample) {
+        self.resources.threads.add(s.threads);
+        self.resources.fds.add(s.fds);
+        self.resources.rss_kib.add(s.rss_kib);
+    }
+
+    /// Computes the distributions and the invariants' table, once the run is over.
+    pub(crate) fn seal(&mut self, elapsed: Duration) {
+        self.elapsed_ms = elapsed.as_millis() as u64;
+        let mut all = Vec::new();
+        for tally in self.faults.values_mut() {
+            tally.recovery = Percentiles::of(&tally.samples);
+            all.extend_from_slice(&tally.samples);
+        }
+        self.recovery = Percentiles::of(&all);
+        self.invariants = Invariant::ALL
+            .into_iter()
+            .map(|name| {
+                let n = self
+                    .violations
+                    .iter()
+                    .filter(|v| v.invariant == name)
+                    .count() as u64;
+                InvariantCheck {
+                    name,
+                    promise: name.promise(),
+                    held: n == 0,
+                    violations: n,
+                }
+            })
+            .collect();
+    }
+}
+
+fn shown_ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(ms) if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
+        Some(ms) => format!("{ms:.0} ms"),
+    }
+}
+
+fn counts(map: &BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return "none".into();
+    }
+    map.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let servers: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| {
+                let lost = if s.given_up { ", given up" } else { "" };
+                format!("{} ({}{lost})", s.name, s.wire.as_str())
+            })
+            .collect();
+        writeln!(
+            f,
+            "chaos: seed {}, {} cycles in {:.1} s; servers: {}",
+            self.seed,
+            self.cycles,
+            self.elapsed_ms as f64 / 1000.0,
+            servers.join(", ")
+        )?;
+        writeln!(
+            f,
+            "faults (recovery: from the fault to the server answering again):"
+        )?;
+        for (kind, t) in &self.faults {
+            let skipped = if t.skipped > 0 {
+                format!(", {} skipped (no server it applies to)", t.skipped)
+            } else {
+                String::new()
+            };
+            writeln!(
+                f,
+                "  {kind:<24} dealt {:>3}, recovered {:>3}, p50 {}, p99 {}{skipped}",
+                t.dealt,
+                t.recovered,
+                shown_ms(t.recovery.p50_ms),
+                shown_ms(t.recovery.p99_ms),
+            )?;
+        }
+        writeln!(
+            f,
+            "  {:<24} {} recoveries, p50 {}, p99 {}, max {}",
+            "all",
+            self.recovery.count,
+            shown_ms(self.recovery.p50_ms),
+            shown_ms(self.recovery.p99_ms),
+            shown_ms(self.recovery.max_ms)
+        )?;
+        let c = &self.calls;
+        writeln!(
+            f,
+            "calls on healthy servers: {} ok, {} failed ({})",
+            c.healthy_ok,
+            c.healthy_failed,
+            counts(&c.healthy_errors)
+        )?;
+        writeln!(
+            f,
+            "calls on faulted servers: {} ok, {} typed errors ({})",
+            c.faulted_ok,
+            c.faulted_failed,
+            counts(&c.faulted_errors)
+        )?;
+        writeln!(
+            f,
+            "tool results flagged isError: {}; calls past their timeout and slack: {}",
+            c.tool_errors, c.late
+        )?;
+        writeln!(
+            f,
+            "restarts: {} (back on request after failed: {}); HTTP sessions renewed: {}",
+            self.restarts, self.restarted_on_request, self.sessions_renewed
+        )?;
+        writeln!(
+            f,
+            "process groups checked: {}, leaked processes: {}; panics: {}",
+            self.process_groups, self.leaked_processes, self.panics
+        )?;
+        let r = &self.resources;
+        writeln!(
+            f,
+            "threads {}..{} (baseline {}, after shutdown {}); fds {}..{} (baseline {}, after shutdown {}); RSS {}..{} MiB (baseline {})",
+            r.threads.min,
+            r.threads.max,
+            r.baseline.threads,
+            r.after_shutdown.threads,
+            r.fds.min,
+            r.fds.max,
+            r.baseline.fds,
+            r.after_shutdown.fds,
+            mib(r.rss_kib.min),
+            mib(r.rss_kib.max),
+            mib(r.baseline.rss_kib)
+        )?;
+        writeln!(f, "invariants:")?;
+        for check in &self.invariants {
+            let mark = if check.held { "ok    " } else { "BROKEN" };
+            let times = if check.held {
+                String::new()
+            } else {
+                format!(" ({} times)", check.violations)
+            };
+            writeln!(
+                f,
+                "  {mark} {:<20} {}{times}",
+                check.name.as_str(),
+                check.promise
+            )?;
+        }
+        if !self.violations.is_empty() {
+            writeln!(f, "violations:")?;
+            for v in &self.violations {
+                writeln!(f, "  {v}")?;
+            }
+            if self.violations_not_kept > 0 {
+                writeln!(f, "  … and {} more", self.violations_not_kept)?;
+            }
+        }
+        if self.passed() {
+            write!(f, "result: passed")
+        } else {
+            let broken: Vec<&str> = self.broken().iter().map(|i| i.as_str()).collect();
+            write!(f, "result: FAILED ({})", broken.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let p = Percentiles::of(&samples);
+        assert_eq!(
+            (p.count, p.p50_ms, p.p99_ms, p.max_ms),
+            (100, Some(50.0), Some(99.0), Some(100.0))
+        );
+        assert_eq!(Percentiles::of(&[]).p50_ms, None);
+    }
+
+    #[test]
+    fn a_broken_invariant_fails_the_report_and_is_named() {
+        let line = ServerLine {
+            name: "s".into(),
+            wire: Wire::Stdio,
+            faults: 0,
+            given_up: false,
+        };
+        let mut report = Report::new(1, vec![line], Sample::default());
+        report.dealt("kill", 0);
+        report.recovered("kill", Duration::from_millis(120));
+        report.seal(Duration::from_secs(1));
+        assert!(report.passed(), "{report}");
+        assert!(report.to_string().ends_with("result: passed"));
+        report.violation(Violation {
+            invariant: Invariant::Recovered,
+            cycle: Some(0),
+            server: Some("s".into()),
+            detail: "not back".into(),
+        });
+        report.seal(Duration::from_secs(1));
+        assert!(!report.passed());
+        assert_eq!(report.broken(), [Invariant::Recovered]);
+        let text = report.to_string();
+        assert!(text.contains("BROKEN recovered"), "{text}");
+        assert!(text.ends_with("result: FAILED (recovered)"), "{text}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["faults"]["kill"]["dealt"], 1);
+        assert_eq!(json["violations"][0]["invariant"], "recovered");
+        assert_eq!(json["invariants"][4]["name"], "recovered");
+        assert_eq!(json["invariants"][4]["held"], false);
+    }
+}
