@@ -1,53 +1,116 @@
-//! A CI-sized chaos run: eight stdio servers and one Streamable HTTP server
-//! under steady call load, two decks of faults (every kind twice, in a seeded
-//! order), the isolation invariants checked after each cycle. The same
-//! harness runs longer as `cargo run --release --example chaos`.
+//! A CI-sized chaos run on the chaos engine (`mcpvisor-chaos`, the engine
+//! behind `mcpvisor chaos`): eight stdio demo servers and one Streamable HTTP
+//! server under steady echo and ping load, two decks of faults (every kind
+//! twice, in a seeded order) dealt through `Host::inject`, the isolation
+//! invariants checked after each cycle. The same run goes longer as
+//! `cargo run --release --example chaos`.
 
 mod support;
 
-#[path = "support/chaos/mod.rs"]
-mod chaos;
+use std::sync::Arc;
+use std::time::Duration;
 
-use support::{http_server, proc};
+use mcpvisor::transports::HttpSpec;
+use mcpvisor::{FaultKind, RestartPolicy, ServerSpec, SupervisorOptions};
+use mcpvisor_chaos::{ChaosOptions, Load, Progress};
+use serde_json::json;
+use support::demo;
+use support::http_server::{GetMode, HttpMcpServer, Script};
 
-use chaos::{ChaosConfig, FaultKind};
+/// Stdio servers of the run.
+const STDIO: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_cycles_keep_every_invariant() {
-    let mut cfg = ChaosConfig::new(env!("CARGO_BIN_EXE_mcpvisor").into());
-    let kinds = FaultKind::STDIO.len() + FaultKind::HTTP.len();
-    cfg.cycles = 2 * kinds;
-    cfg.seed = 0x6d63_7076;
-    cfg.verbose = true;
-    let report = chaos::run(cfg).await;
+    // An open GET stream, so its thread is part of what must not leak; no
+    // record of requests, since memory is measured.
+    let http = HttpMcpServer::start(Script {
+        unrecorded: true,
+        get: GetMode::Stream {
+            events: 0,
+            then_close: false,
+            interval_ms: 1000,
+        },
+        ..Script::default()
+    })
+    .await;
+    let mut servers: Vec<ServerSpec> = (0..STDIO).map(|i| demo(&format!("s{i}"), &[])).collect();
+    servers.push(ServerSpec::http("h0", HttpSpec::new(http.url.clone())));
+    // The load as a user writes it: echo three times as often as ping, each
+    // echo's answer its own text (so an answer that reached another call is caught).
+    let mut calls = Vec::new();
+    for server in servers.iter().map(|s| &s.name) {
+        calls.push(json!({
+            "tool": format!("mcp__{server}__echo"),
+            "arguments": {"text": "chaos {call}"},
+            "expect": "chaos {call}",
+            "weight": 3,
+        }));
+        calls.push(json!({"ping": server}));
+    }
+    let load = Load::from_json(&serde_json::Value::Array(calls).to_string()).unwrap();
+    let kinds = FaultKind::ALL.len();
+    let mut chaos = ChaosOptions::default();
+    chaos.seed = 0x6d63_7076;
+    chaos.cycles = Some(2 * kinds);
+    chaos.faults = FaultKind::ALL.map(FaultKind::default_fault).to_vec();
+    // A stop shorter than the calls' timeout: calls wait it out.
+    chaos.faults[1] = "stop:1s".parse().unwrap();
+    chaos.load = load;
+    chaos.call_timeout = Duration::from_secs(3);
+    chaos.on_progress = Some(Arc::new(|p: &Progress| eprintln!("chaos: {p:?}")));
+
+    let report = mcpvisor_chaos::run(servers, options(), chaos)
+        .await
+        .unwrap();
+    http.stop();
     eprintln!("{report}");
-    assert!(report.violations.is_empty(), "{report}");
+    assert!(report.passed(), "{report}");
     assert_eq!(report.cycles, 2 * kinds);
-    // Every kind of fault was injected twice.
-    assert_eq!(report.faults.len(), kinds, "{:?}", report.faults);
+    // Every kind was dealt twice, and each time the server came back.
+    assert_eq!(report.faults.len(), kinds, "{report}");
+    for (kind, tally) in &report.faults {
+        assert_eq!(
+            (tally.dealt, tally.recovered, tally.skipped),
+            (2, 2, 0),
+            "{kind}: {report}"
+        );
+    }
+    assert_eq!(report.recovery.count, 2 * kinds as u64);
+    assert_eq!(report.calls.healthy_failed, 0, "{report}");
+    assert!(report.calls.healthy_ok > 100, "the load was real: {report}");
     assert!(
-        report.faults.values().all(|&n| n == 2),
-        "{:?}",
-        report.faults
+        report.calls.faulted_failed > 0,
+        "the faults were real: {report}"
     );
-    assert_eq!(report.healthy_failed, 0);
-    assert!(
-        report.healthy_ok > 100,
-        "the load was real: {}",
-        report.healthy_ok
-    );
-    assert!(report.faulted_failed_total() > 0, "the faults were real");
-    // Kill, stop, oversize, cut, two startup faults, HTTP stall: each restarts.
-    assert!(report.restarts >= 14, "{report}");
-    assert!(report.restarted_on_request >= 2, "{report}");
+    // Kill, close-stdin and drop restart once each, exit during initialize twice.
+    assert!(report.restarts >= 10, "{report}");
+    assert!(report.process_groups > STDIO as u64, "{report}");
     assert_eq!(report.leaked_processes, 0);
     assert_eq!(report.panics, 0);
     // Once the host is gone, its connections' threads and fds are too (tokio's
     // blocking pool may still hold the thread that joined the GET stream's;
     // tests/leaks.rs accounts for threads exactly).
+    let r = &report.resources;
     assert!(
-        report.after_shutdown.threads <= report.baseline.threads + 2,
+        r.after_shutdown.threads <= r.baseline.threads + 2,
         "{report}"
     );
-    assert!(report.after_shutdown.fds < report.baseline.fds, "{report}");
+    assert!(r.after_shutdown.fds < r.baseline.fds, "{report}");
+}
+
+/// Short timeouts and backoffs, so a CI run spends its time on faults.
+fn options() -> SupervisorOptions {
+    let mut options = SupervisorOptions::default();
+    options.request_timeout = Duration::from_secs(3);
+    options.startup_timeout = Duration::from_secs(5);
+    options.restart = RestartPolicy {
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(200),
+        max_restarts: 3,
+        window: Duration::from_secs(5),
+        ..RestartPolicy::default()
+    };
+    options.stdio.grace = Duration::from_millis(200);
+    options
 }

@@ -20,7 +20,7 @@
 
 mod support;
 
-#[path = "support/chaos/rng.rs"]
+#[path = "support/rng.rs"]
 mod rng;
 
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use crate::error_kind::error_kind;
-use crate::load::{LoadCall, Target};
+use crate::load::{CALL_TOKEN, LoadCall, Target, with_token};
 use crate::rng::Rng;
 
 /// Examples of late calls kept per server and cycle.
@@ -133,7 +133,8 @@ impl Running {
                 let (host, stop) = (host.clone(), stop.clone());
                 let list = list.clone();
                 let caller_rng = Rng::new(rng.next_u64());
-                let task = tokio::spawn(caller(host, list, pace, stop, caller_rng));
+                let id = handles.len();
+                let task = tokio::spawn(caller(id, host, list, pace, stop, caller_rng));
                 handles.push((server.clone(), task));
             }
         }
@@ -159,6 +160,7 @@ impl Running {
 }
 
 async fn caller(
+    id: usize,
     host: Host,
     calls: Vec<LoadCall>,
     pace: Pace,
@@ -167,12 +169,15 @@ async fn caller(
 ) -> Tally {
     let mut tally = Tally::default();
     let total: u64 = calls.iter().map(|c| u64::from(c.weight)).sum();
+    let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let Some(call) = pick(&calls, total, &mut rng) else {
             break;
         };
+        n += 1;
+        let token = format!("{id}-{n}");
         let started = Instant::now();
-        let outcome = call_once(&host, &call.target, pace.timeout).await;
+        let outcome = call_with_token(&host, call, &token, pace.timeout).await;
         let failed = outcome.is_err();
         tally.record(
             &call.target.label(),
@@ -207,6 +212,35 @@ fn pick<'a>(calls: &'a [LoadCall], total: u64, rng: &mut Rng) -> Option<&'a Load
     }
     calls.last()
 }
+
+/// One call of the load, `{call}` replaced by `token`; an answer whose text
+/// is not the one expected is a `wrong-answer`.
+async fn call_with_token(
+    host: &Host,
+    call: &LoadCall,
+    token: &str,
+    timeout: Duration,
+) -> Result<bool, String> {
+    let Target::Tool { name, arguments } = &call.target else {
+        return call_once(host, &call.target, timeout).await;
+    };
+    let arguments = with_token(&Value::Object(arguments.clone()), token);
+    let answer = host
+        .call(
+            name.as_str(),
+            arguments,
+            CallOptions::default().timeout(timeout),
+        )
+        .await
+        .map_err(|e| error_kind(&e))?;
+    match &call.expect {
+        Some(text) if answer.text() != text.replace(CALL_TOKEN, token) => Err(WRONG_ANSWER.into()),
+        _ => Ok(answer.is_error),
+    }
+}
+
+/// The kind of an answer that is not the one expected.
+pub(crate) const WRONG_ANSWER: &str = "wrong-answer";
 
 /// One call: `Ok(is_error)` when answered, `Err(kind)` when it failed.
 pub(crate) async fn call_once(
@@ -255,12 +289,12 @@ mod tests {
     use super::*;
 
     fn ping(server: &str, weight: u32) -> LoadCall {
-        LoadCall {
-            target: Target::Ping {
+        LoadCall::new(
+            Target::Ping {
                 server: server.into(),
             },
             weight,
-        }
+        )
     }
 
     #[test]

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mcpvisor::{Fault, ServerState, ServerStatus};
+use mcpvisor::{Fault, FaultKind, ServerState, ServerStatus};
 
 use crate::callers::{Running, Tally};
 use crate::engine::{Engine, state_text};
+use crate::explains::explains;
 use crate::invariant::Invariant;
 use crate::load::Target;
 use crate::options::Progress;
@@ -47,13 +48,29 @@ impl Engine {
         );
         tokio::time::sleep(LEAD).await;
 
+        let restarts_before = self.status(&name).map(|s| s.restarts);
         let dealt_at = Instant::now();
         if let Err(e) = self.deal(&name, fault).await {
             let detail = format!("{fault} was not applied: {e}");
             self.violate(Invariant::FaultsApplied, Some(index), Some(victim), detail);
         }
         let mut probes = Tally::default();
-        let recovered = match self.recover(index, victim, dealt_at, &mut probes).await {
+        let mut recovered = self.recover(index, victim, dealt_at, &mut probes).await;
+        let restarts = self.status(&name).map(|s| s.restarts);
+        // The server serves the load again before the load stops.
+        tokio::time::sleep(self.chaos.settle).await;
+        let mut by_server = load.stop().await;
+        // Every fault ends by itself; ending it here keeps cycles apart.
+        let _ = self.host.clear_faults(&name).await;
+        // Some faults bite late (a dropped answer ends the connection when its
+        // call times out): the server is back once it answers after that.
+        let now = self.status(&name);
+        let bitten_late = now.as_ref().map(|s| s.restarts) != restarts
+            || now.is_none_or(|s| s.state != ServerState::Ready);
+        if recovered.is_ok() && bitten_late {
+            recovered = self.recover(index, victim, dealt_at, &mut probes).await;
+        }
+        let recovered = match recovered {
             Ok(after) => {
                 self.report.recovered(fault.kind().as_str(), after);
                 Some(after)
@@ -64,14 +81,19 @@ impl Engine {
                 None
             }
         };
-        // The server serves the load again before the load stops.
-        tokio::time::sleep(self.chaos.settle).await;
-        let mut by_server = load.stop().await;
-        // Every fault ends by itself; ending it here keeps cycles apart.
-        let _ = self.host.clear_faults(&name).await;
         by_server.entry(name.clone()).or_default().add(probes);
         let calls = by_server.values().map(|t| t.ok + t.failed()).sum();
-        self.check_calls(index, &name, &by_server);
+        self.check_calls(index, fault, &name, &by_server);
+        let restarted = self.status(&name).map(|s| s.restarts) != restarts_before;
+        if fault.kind() == FaultKind::Garbage && restarted {
+            let detail = "malformed lines restarted the connection".to_string();
+            self.violate(
+                Invariant::ErrorsExplained,
+                Some(index),
+                Some(victim),
+                detail,
+            );
+        }
 
         let statuses = self.host.servers();
         self.track_groups(&statuses);
@@ -197,12 +219,33 @@ impl Engine {
         }
     }
 
-    /// The cycle's calls: every call on a healthy server answered, every call
-    /// ended in time, no caller panicked.
-    fn check_calls(&mut self, index: usize, victim: &str, by_server: &BTreeMap<String, Tally>) {
+    /// The cycle's calls: every call on a healthy server answered, every
+    /// error on the faulted server explained by its fault, every call ended in
+    /// time, no caller panicked.
+    fn check_calls(
+        &mut self,
+        index: usize,
+        fault: Fault,
+        victim: &str,
+        by_server: &BTreeMap<String, Tally>,
+    ) {
         self.report.add_calls(by_server, victim);
         for (server, t) in by_server {
             let i = self.index_of(server);
+            let unexplained: Vec<String> = t
+                .errors
+                .iter()
+                .filter(|(kind, _)| server == victim && !explains(fault.kind(), kind))
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            if !unexplained.is_empty() {
+                let detail = format!(
+                    "call(s) ended in ways {} does not explain: {}",
+                    fault.kind(),
+                    unexplained.join(", ")
+                );
+                self.violate(Invariant::ErrorsExplained, Some(index), Some(i), detail);
+            }
             if server != victim && t.failed() > 0 {
                 let errors: Vec<String> =
                     t.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();

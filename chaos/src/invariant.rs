@@ -16,6 +16,9 @@ pub enum Invariant {
     /// Every call ended, answered or with a typed error, within its timeout
     /// plus the slack.
     AnsweredInTime,
+    /// The faulted server's calls failed only in ways its fault explains, and
+    /// garbage restarted nothing.
+    ErrorsExplained,
     /// The faulted server answered again within the recovery bound.
     Recovered,
     /// A server was marked failed only once the restart policy allowed it.
@@ -30,11 +33,12 @@ pub enum Invariant {
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 9] = [
+    pub const ALL: [Invariant; 10] = [
         Invariant::ServersStart,
         Invariant::FaultsApplied,
         Invariant::HealthyUnaffected,
         Invariant::AnsweredInTime,
+        Invariant::ErrorsExplained,
         Invariant::Recovered,
         Invariant::FailedPerPolicy,
         Invariant::NoLeakedProcess,
@@ -49,6 +53,7 @@ impl Invariant {
             Invariant::FaultsApplied => "faults-applied",
             Invariant::HealthyUnaffected => "healthy-unaffected",
             Invariant::AnsweredInTime => "answered-in-time",
+            Invariant::ErrorsExplained => "errors-explained",
             Invariant::Recovered => "recovered",
             Invariant::FailedPerPolicy => "failed-per-policy",
             Invariant::NoLeakedProcess => "no-leaked-process",
@@ -67,6 +72,9 @@ impl Invariant {
             Invariant::HealthyUnaffected => "every call on a server with no fault was answered",
             Invariant::AnsweredInTime => {
                 "every call ended, answered or with a typed error, within its timeout plus the slack"
+            }
+            Invariant::ErrorsExplained => {
+                "calls on the faulted server failed only in ways the fault explains"
             }
             Invariant::Recovered => "the faulted server answered again within the recovery bound",
             Invariant::FailedPerPolicy => {

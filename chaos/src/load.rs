@@ -2,6 +2,10 @@
 //! calls, each a routed tool (`{"tool": "mcp__git__git_status", "arguments":
 //! {...}, "weight": 3}`) or a `ping` of one server (`{"ping": "git"}`), picked
 //! in proportion to their weights. With no list, every server is pinged.
+//!
+//! A tool call may say what its answer's text must be (`"expect": "..."`);
+//! `{call}` in its string arguments and in `expect` becomes a token unique to
+//! each call, so an answer that reached the wrong call is caught.
 
 use std::collections::BTreeMap;
 
@@ -52,11 +56,48 @@ impl Target {
 
 /// One call of the load and how often it is made relative to the others.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LoadCall {
     /// What it calls.
     pub target: Target,
     /// Relative frequency, 1..=[`MAX_WEIGHT`].
     pub weight: u32,
+    /// The text a tool's answer must have (`{call}` replaced as in the arguments).
+    pub expect: Option<String>,
+}
+
+/// Stands for a token unique to each call, in string arguments and `expect`.
+pub const CALL_TOKEN: &str = "{call}";
+
+impl LoadCall {
+    /// A call of `target`, `weight` times as often as a call of weight 1.
+    pub fn new(target: Target, weight: u32) -> LoadCall {
+        LoadCall {
+            target,
+            weight: weight.clamp(1, MAX_WEIGHT),
+            expect: None,
+        }
+    }
+
+    /// The same call, whose answer must have this text.
+    pub fn expecting(mut self, text: impl Into<String>) -> LoadCall {
+        self.expect = Some(text.into());
+        self
+    }
+}
+
+/// `value` with [`CALL_TOKEN`] replaced by `token` in every string in it.
+pub(crate) fn with_token(value: &Value, token: &str) -> Value {
+    match value {
+        Value::String(s) if s.contains(CALL_TOKEN) => Value::String(s.replace(CALL_TOKEN, token)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| with_token(v, token)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), with_token(v, token)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// A described load; empty means "ping every server".
@@ -94,6 +135,12 @@ pub enum LoadError {
         /// Its position, from 0.
         index: usize,
     },
+    /// A ping with arguments or an expected answer.
+    #[error("load entry {index}: a ping takes no \"arguments\" and no \"expect\"")]
+    PingTakesNothing {
+        /// Its position, from 0.
+        index: usize,
+    },
     /// A weight of 0 or past [`MAX_WEIGHT`].
     #[error("load entry {index}: weight {weight} is not within 1..={MAX_WEIGHT}")]
     Weight {
@@ -128,6 +175,7 @@ struct Entry {
     ping: Option<String>,
     arguments: Option<Value>,
     weight: Option<u64>,
+    expect: Option<String>,
 }
 
 impl Load {
@@ -163,8 +211,10 @@ impl Load {
                         .map_err(|_| LoadError::ToolName { index, name })?;
                     Target::Tool { name, arguments }
                 }
-                (None, Some(server)) if e.arguments.is_none() => Target::Ping { server },
-                (None, Some(_)) => return Err(LoadError::Arguments { index }),
+                (None, Some(server)) if e.arguments.is_none() && e.expect.is_none() => {
+                    Target::Ping { server }
+                }
+                (None, Some(_)) => return Err(LoadError::PingTakesNothing { index }),
                 (None, None) => {
                     return Err(LoadError::Target {
                         index,
@@ -181,6 +231,7 @@ impl Load {
             calls.push(LoadCall {
                 target,
                 weight: weight as u32,
+                expect: e.expect,
             });
         }
         Ok(Load { calls })
@@ -201,12 +252,12 @@ impl Load {
         let mut out: BTreeMap<String, Vec<LoadCall>> = BTreeMap::new();
         if self.calls.is_empty() {
             for server in servers {
-                let ping = LoadCall {
-                    target: Target::Ping {
+                let ping = LoadCall::new(
+                    Target::Ping {
                         server: server.clone(),
                     },
-                    weight: 1,
-                };
+                    1,
+                );
                 out.insert(server.clone(), vec![ping]);
             }
             return Ok(out);
@@ -235,14 +286,16 @@ mod tests {
     fn a_described_load_reads_with_defaults_and_is_checked() {
         let load = Load::from_json(
             r#"[{"tool": "mcp__git__git_status", "arguments": {"repo_path": "."}, "weight": 3},
-                {"ping": "git"}]"#,
+                {"ping": "git"},
+                {"tool": "mcp__git__echo", "arguments": {"text": "a {call}"}, "expect": "a {call}"}]"#,
         )
         .unwrap();
-        assert_eq!(load.calls().len(), 2);
+        assert_eq!(load.calls().len(), 3);
+        assert_eq!(load.calls()[2].expect.as_deref(), Some("a {call}"));
         assert_eq!(load.calls()[0].weight, 3);
         assert_eq!(load.calls()[1].target.label(), "ping git");
         let by_server = load.per_server(&["git".into()]).unwrap();
-        assert_eq!(by_server["git"].len(), 2);
+        assert_eq!(by_server["git"].len(), 3);
         assert!(matches!(
             load.per_server(&["other".into()]),
             Err(LoadError::UnknownServer { .. })
@@ -256,12 +309,23 @@ mod tests {
             (r#"[{"tool": "mcp__a__b", "weight": 0}]"#, "weight 0"),
             (r#"[{"ping": "a", "tool": "mcp__a__b"}]"#, "not both"),
             (r#"[{"weight": 2}]"#, "not neither"),
+            (r#"[{"ping": "a", "expect": "x"}]"#, "a ping takes no"),
             (r#"[{"tool": "mcp__a__b", "wieght": 2}]"#, "unknown field"),
             (r#"{"tool": "mcp__a__b"}"#, "not a JSON list"),
         ] {
             let e = Load::from_json(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn the_call_token_is_replaced_in_every_string() {
+        let args = serde_json::json!({"text": "x {call}", "n": 1, "deep": [{"t": "{call}"}]});
+        let done = with_token(&args, "3-7");
+        assert_eq!(
+            done,
+            serde_json::json!({"text": "x 3-7", "n": 1, "deep": [{"t": "3-7"}]})
+        );
     }
 
     #[test]

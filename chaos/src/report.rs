@@ -524,7 +524,7 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["faults"]["kill"]["dealt"], 1);
         assert_eq!(json["violations"][0]["invariant"], "recovered");
-        assert_eq!(json["invariants"][4]["name"], "recovered");
-        assert_eq!(json["invariants"][4]["held"], false);
+        assert_eq!(json["invariants"][5]["name"], "recovered");
+        assert_eq!(json["invariants"][5]["held"], false);
     }
 }

@@ -1,5 +1,5 @@
 //! Readings of this process and of others from /proc, shared by the tests and
-//! the chaos harness.
+//! the chaos engine (which keeps its own copy, in the mcpvisor-chaos crate).
 
 use std::fs;
 

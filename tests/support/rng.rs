@@ -1,4 +1,4 @@
-//! A small seeded generator (SplitMix64): the same seed gives the same fault plan.
+//! A small seeded generator (SplitMix64): the same seed gives the same sequence.
 
 pub struct Rng(u64);
 
