@@ -73,7 +73,7 @@ impl Engine {
     async fn start(
         servers: Vec<ServerSpec>,
         supervisor: SupervisorOptions,
-        chaos: ChaosOptions,
+        mut chaos: ChaosOptions,
     ) -> Result<Engine, ChaosError> {
         if servers.is_empty() {
             return Err(ChaosError::NoServers);
@@ -90,6 +90,9 @@ impl Engine {
                 faults: faults.join(", "),
             });
         }
+        // A fault no server can take is reported once and left out of the plan.
+        let (faults, nowhere): (Vec<_>, Vec<_>) = chaos.faults.iter().partition(|f| dealable(f));
+        chaos.faults = faults;
         let calls = chaos.load.per_server(&names)?;
         let callers = callers::callers_for(&calls, chaos.callers_per_server);
         let panics_before = panics::count();
@@ -109,14 +112,19 @@ impl Engine {
             .map(|(name, wire)| ServerLine {
                 name: name.clone(),
                 wire: *wire,
-                faults: 0,
+                faults: BTreeMap::new(),
                 given_up: false,
             })
             .collect();
         let plan = FaultPlan::new(chaos.seed, chaos.faults.clone());
+        let mut report = Report::new(chaos.seed, lines, Sample::default());
+        for fault in nowhere {
+            report.skipped(fault.kind().as_str());
+            chaos.tell(Progress::Skipped { fault });
+        }
         let mut engine = Engine {
             given_up: vec![false; names.len()],
-            report: Report::new(chaos.seed, lines, Sample::default()),
+            report,
             chaos,
             supervisor,
             host,

@@ -66,8 +66,8 @@ pub struct ServerLine {
     pub name: String,
     /// `stdio` or `http`.
     pub wire: Wire,
-    /// Faults dealt to it.
-    pub faults: u64,
+    /// Faults dealt to it, by kind.
+    pub faults: BTreeMap<&'static str, u64>,
     /// True when it did not come back and the run stopped dealing it faults.
     pub given_up: bool,
 }
@@ -255,7 +255,7 @@ impl Report {
     pub(crate) fn dealt(&mut self, kind: &'static str, server: usize) {
         self.faults.entry(kind).or_default().dealt += 1;
         if let Some(line) = self.servers.get_mut(server) {
-            line.faults += 1;
+            *line.faults.entry(kind).or_default() += 1;
         }
     }
 
@@ -500,7 +500,7 @@ mod tests {
         let line = ServerLine {
             name: "s".into(),
             wire: Wire::Stdio,
-            faults: 0,
+            faults: BTreeMap::new(),
             given_up: false,
         };
         let mut report = Report::new(1, vec![line], Sample::default());

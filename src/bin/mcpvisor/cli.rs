@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use mcpvisor::settings::Overrides;
 use mcpvisor_demo::DemoServerOptions;
 
-use crate::{edit, serve};
+use crate::{chaos, edit, serve};
 
 #[derive(Parser)]
 #[command(
@@ -178,6 +178,10 @@ pub(crate) enum Command {
     /// Keep the servers running and serve their tools as one MCP server: on the
     /// local socket (where the other commands attach), and on stdio or HTTP.
     Serve(serve::ServeArgs),
+    /// Run the servers under load and deal them faults from a seeded plan, checking
+    /// crash isolation: `chaos --duration 5m --seed 7 --faults kill,stop,garbage
+    /// --load load.json`. Exits 0 only if no invariant broke.
+    Chaos(chaos::ChaosArgs),
     /// List every entry of the configuration: how it runs, its state, problems.
     Servers {
         /// Start each enabled server once (initialize, list tools, stop) and say

@@ -9,6 +9,7 @@ mod answers;
 mod approve;
 mod arguments;
 mod attached;
+mod chaos;
 mod cli;
 mod describe;
 mod edit;
@@ -197,6 +198,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     let mut stop = stop::StopSignals::watch()
         .map_err(|e| Failure(format!("cannot watch for signals: {e}"), 1))?;
     let command = match cli.command {
+        // Its own host, never a running serve's: faults are dealt to servers it owns.
+        Command::Chaos(args) => {
+            return chaos::chaos(
+                args,
+                project.as_ref(),
+                &settings,
+                &invocation,
+                cli.json,
+                &mut stop,
+            )
+            .await;
+        }
         Command::Serve(args) => {
             // A reload reads the file and its approvals again.
             let (config, for_specs) = (config_path.clone(), settings.clone());
