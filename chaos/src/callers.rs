@@ -43,6 +43,8 @@ pub(crate) struct Tally {
     pub(crate) late_examples: Vec<LateCall>,
     /// Caller tasks that panicked.
     pub(crate) caller_panics: u64,
+    /// When the last failed call ended.
+    pub(crate) last_failure: Option<Instant>,
 }
 
 impl Tally {
@@ -61,6 +63,7 @@ impl Tally {
             self.note_late(late);
         }
         self.caller_panics += other.caller_panics;
+        self.last_failure = self.last_failure.max(other.last_failure);
     }
 
     fn note_late(&mut self, late: LateCall) {
@@ -95,7 +98,10 @@ impl Tally {
                 self.ok += 1;
                 self.tool_errors += u64::from(tool_error);
             }
-            Err(kind) => *self.errors.entry(kind).or_default() += 1,
+            Err(kind) => {
+                *self.errors.entry(kind).or_default() += 1;
+                self.last_failure = Some(Instant::now());
+            }
         }
     }
 }

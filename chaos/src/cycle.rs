@@ -18,6 +18,8 @@ use crate::plan::Deal;
 const MAX_RESTARTS_ON_REQUEST: u32 = 3;
 /// Load before the fault, so the fault meets calls in flight.
 const LEAD: Duration = Duration::from_millis(100);
+/// How long a call's failure may come before the restart it causes shows.
+const LATE_BITE: Duration = Duration::from_secs(1);
 
 impl Engine {
     /// Runs cycle `index`; false when the fault drawn had nowhere to go.
@@ -56,18 +58,33 @@ impl Engine {
         }
         let mut probes = Tally::default();
         let mut recovered = self.recover(index, victim, dealt_at, &mut probes).await;
+        let back_at = Instant::now();
         let restarts = self.status(&name).map(|s| s.restarts);
         // The server serves the load again before the load stops.
         tokio::time::sleep(self.chaos.settle).await;
         let mut by_server = load.stop().await;
         // Every fault ends by itself; ending it here keeps cycles apart.
         let _ = self.host.clear_faults(&name).await;
-        // Some faults bite late (a dropped answer ends the connection when its
-        // call times out): the server is back once it answers after that.
-        let now = self.status(&name);
-        let bitten_late = now.as_ref().map(|s| s.restarts) != restarts
-            || now.is_none_or(|s| s.state != ServerState::Ready);
-        if recovered.is_ok() && bitten_late {
+        // Some faults bite late: a dropped answer ends the connection when its
+        // call times out, after the server answered a ping. The caller hears of
+        // it before the supervisor has restarted anything, so give the restart
+        // a moment to show; the server is back once it answers after that.
+        let failed_later = by_server
+            .get(&name)
+            .and_then(|t| t.last_failure)
+            .is_some_and(|at| at > back_at);
+        let bitten_late = |engine: &Engine| {
+            let now = engine.status(&name);
+            now.as_ref().map(|s| s.restarts) != restarts
+                || now.is_none_or(|s| s.state != ServerState::Ready)
+        };
+        if failed_later {
+            let deadline = Instant::now() + LATE_BITE;
+            while !bitten_late(self) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        if recovered.is_ok() && bitten_late(self) {
             recovered = self.recover(index, victim, dealt_at, &mut probes).await;
         }
         let recovered = match recovered {
