@@ -19,6 +19,11 @@ use crate::rng::Rng;
 
 /// Examples of late calls kept per server and cycle.
 const LATE_EXAMPLES: usize = 8;
+/// Error kinds counted apart; past this (a server inventing error codes),
+/// further kinds are counted together as [`OTHER_KINDS`].
+const MAX_ERROR_KINDS: usize = 64;
+/// Where error kinds past [`MAX_ERROR_KINDS`] are counted.
+const OTHER_KINDS: &str = "other-kinds";
 
 /// A call that ended later than its timeout plus the slack.
 #[derive(Debug, Clone)]
@@ -56,7 +61,7 @@ impl Tally {
         self.ok += other.ok;
         self.tool_errors += other.tool_errors;
         for (kind, n) in other.errors {
-            *self.errors.entry(kind).or_default() += n;
+            self.count_error(kind, n);
         }
         self.late += other.late;
         for late in other.late_examples {
@@ -64,6 +69,12 @@ impl Tally {
         }
         self.caller_panics += other.caller_panics;
         self.last_failure = self.last_failure.max(other.last_failure);
+    }
+
+    fn count_error(&mut self, kind: String, n: u64) {
+        let full = self.errors.len() >= MAX_ERROR_KINDS && !self.errors.contains_key(&kind);
+        let key = if full { OTHER_KINDS.to_string() } else { kind };
+        *self.errors.entry(key).or_default() += n;
     }
 
     fn note_late(&mut self, late: LateCall) {
@@ -99,7 +110,7 @@ impl Tally {
                 self.tool_errors += u64::from(tool_error);
             }
             Err(kind) => {
-                *self.errors.entry(kind).or_default() += 1;
+                self.count_error(kind, 1);
                 self.last_failure = Some(Instant::now());
             }
         }
@@ -151,10 +162,10 @@ impl Running {
     }
 
     /// Stops the callers and returns what each server's callers saw.
-    pub(crate) async fn stop(self) -> BTreeMap<String, Tally> {
+    pub(crate) async fn stop(mut self) -> BTreeMap<String, Tally> {
         self.stop.store(true, Ordering::Relaxed);
         let mut by_server: BTreeMap<String, Tally> = BTreeMap::new();
-        for (server, task) in self.callers {
+        for (server, task) in std::mem::take(&mut self.callers) {
             let tally = task.await.unwrap_or_else(|_| Tally {
                 caller_panics: 1,
                 ..Tally::default()
@@ -162,6 +173,13 @@ impl Running {
             by_server.entry(server).or_default().add(tally);
         }
         by_server
+    }
+}
+
+/// A run dropped half-way (a test's timeout, Ctrl-C) stops its callers too.
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -344,5 +362,16 @@ mod tests {
         t.record("ping a", Ok(true), Duration::from_millis(5), timeout, slack);
         assert_eq!((t.ok, t.tool_errors, t.failed(), t.late), (1, 1, 20, 20));
         assert_eq!(t.late_examples.len(), LATE_EXAMPLES);
+        for code in 0..200 {
+            t.record(
+                "x",
+                Err(format!("rpc/{code}")),
+                Duration::ZERO,
+                timeout,
+                slack,
+            );
+        }
+        assert_eq!(t.errors.len(), MAX_ERROR_KINDS + 1);
+        assert_eq!(t.failed(), 220);
     }
 }
