@@ -24,16 +24,8 @@ const LATE_BITE: Duration = Duration::from_secs(1);
 impl Engine {
     /// Runs cycle `index`; false when the fault drawn had nowhere to go.
     pub(crate) async fn cycle(&mut self, index: usize) -> bool {
-        let given_up = self.given_up.clone();
-        let deal = self.plan.next(&self.wires, |i| !given_up[i]);
-        let (fault, victim) = match deal {
-            Some(Deal::To(fault, victim)) => (fault, victim),
-            Some(Deal::Skipped(fault)) => {
-                self.report.skipped(fault.kind().as_str());
-                self.chaos.tell(Progress::Skipped { fault });
-                return false;
-            }
-            None => return false,
+        let Some((fault, victim)) = self.draw() else {
+            return false;
         };
         self.all_ready(index).await;
         if self.given_up[victim] {
@@ -58,33 +50,13 @@ impl Engine {
         }
         let mut probes = Tally::default();
         let mut recovered = self.recover(index, victim, dealt_at, &mut probes).await;
-        let back_at = Instant::now();
-        let restarts = self.status(&name).map(|s| s.restarts);
+        let back = (Instant::now(), self.status(&name).map(|s| s.restarts));
         // The server serves the load again before the load stops.
         tokio::time::sleep(self.chaos.settle).await;
         let mut by_server = load.stop().await;
         // Every fault ends by itself; ending it here keeps cycles apart.
         let _ = self.host.clear_faults(&name).await;
-        // Some faults bite late: a dropped answer ends the connection when its
-        // call times out, after the server answered a ping. The caller hears of
-        // it before the supervisor has restarted anything, so give the restart
-        // a moment to show; the server is back once it answers after that.
-        let failed_later = by_server
-            .get(&name)
-            .and_then(|t| t.last_failure)
-            .is_some_and(|at| at > back_at);
-        let bitten_late = |engine: &Engine| {
-            let now = engine.status(&name);
-            now.as_ref().map(|s| s.restarts) != restarts
-                || now.is_none_or(|s| s.state != ServerState::Ready)
-        };
-        if failed_later {
-            let deadline = Instant::now() + LATE_BITE;
-            while !bitten_late(self) && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        if recovered.is_ok() && bitten_late(self) {
+        if recovered.is_ok() && self.bitten_late(&name, back, &by_server).await {
             recovered = self.recover(index, victim, dealt_at, &mut probes).await;
         }
         let recovered = match recovered {
@@ -111,13 +83,7 @@ impl Engine {
                 detail,
             );
         }
-
-        let statuses = self.host.servers();
-        self.track_groups(&statuses);
-        let in_use = statuses.iter().filter_map(|s| s.pid).collect();
-        self.check_groups(Some(index), &in_use).await;
-        self.check_resources(index);
-        self.check_panics(Some(index));
+        self.check_leftovers(index).await;
         self.chaos.tell(Progress::Cycle {
             index,
             fault,
@@ -126,6 +92,61 @@ impl Engine {
             calls,
         });
         true
+    }
+
+    /// The next fault and its server; a fault with nowhere to go is counted
+    /// as skipped.
+    fn draw(&mut self) -> Option<(Fault, usize)> {
+        let given_up = &self.given_up;
+        match self.plan.next(&self.wires, |i| !given_up[i])? {
+            Deal::To(fault, victim) => Some((fault, victim)),
+            Deal::Skipped(fault) => {
+                self.report.skipped(fault.kind().as_str());
+                self.chaos.tell(Progress::Skipped { fault });
+                None
+            }
+        }
+    }
+
+    /// Whether the fault bit after the server first answered again (`back`:
+    /// when, and its restart count then). A dropped answer ends the connection
+    /// when its call times out; the caller hears of it before the supervisor
+    /// has restarted anything, so a failure after `back` gets a moment to show
+    /// as a restart.
+    async fn bitten_late(
+        &self,
+        name: &str,
+        back: (Instant, Option<u64>),
+        by_server: &BTreeMap<String, Tally>,
+    ) -> bool {
+        let (back_at, restarts) = back;
+        let changed = || {
+            let now = self.status(name);
+            now.as_ref().map(|s| s.restarts) != restarts
+                || now.is_none_or(|s| s.state != ServerState::Ready)
+        };
+        let failed_later = by_server
+            .get(name)
+            .and_then(|t| t.last_failure)
+            .is_some_and(|at| at > back_at);
+        if failed_later {
+            let deadline = Instant::now() + LATE_BITE;
+            while !changed() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        changed()
+    }
+
+    /// What a cycle must leave behind: no process of a gone connection,
+    /// resources in the band, no panic.
+    async fn check_leftovers(&mut self, index: usize) {
+        let statuses = self.host.servers();
+        self.track_groups(&statuses);
+        let in_use = statuses.iter().filter_map(|s| s.pid).collect();
+        self.check_groups(Some(index), &in_use).await;
+        self.check_resources(index);
+        self.check_panics(Some(index));
     }
 
     /// Deals `fault`. A fault on the next start is armed, then the running
