@@ -328,3 +328,49 @@ fn a_server_that_cannot_come_back_fails_the_run_and_the_report_names_the_invaria
         "{printed}"
     );
 }
+
+#[test]
+fn usage_mistakes_exit_2_and_say_what_is_wrong() {
+    // No .mcp.json here: the built-in demo server is the one server.
+    let dir = empty_dir("cli-chaos", "usage");
+    std::fs::write(dir.join("other.json"), r#"[{"ping": "git"}]"#).unwrap();
+    std::fs::write(dir.join("bad.json"), r#"[{"tool": "echo"}]"#).unwrap();
+    std::fs::write(dir.join("missing.json"), r#"[{"tool": "mcp__demo__nope"}]"#).unwrap();
+    for (args, says) in [
+        (
+            &["chaos", "--faults", "kill,bogus"][..],
+            "unknown fault `bogus`",
+        ),
+        (&["chaos", "--duration", "soon"][..], "--duration"),
+        (
+            &["chaos", "--load", "nowhere.json"][..],
+            "cannot read the load file",
+        ),
+        (
+            &["chaos", "--load", "bad.json"][..],
+            "not a qualified tool name",
+        ),
+        (
+            &["chaos", "--load", "other.json"][..],
+            "not one of the servers run (demo)",
+        ),
+        (
+            &["chaos", "--faults", "reset,cut-stream"][..],
+            "applies to these servers",
+        ),
+        (
+            &["chaos", "--load", "missing.json"][..],
+            "its server does not offer",
+        ),
+    ] {
+        let out = run(&dir, args, Duration::from_secs(60));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: no report: {}",
+            text(&out.stdout)
+        );
+    }
+}
