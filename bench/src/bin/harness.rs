@@ -122,13 +122,17 @@ fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    let report = Report::new(
+    let mut report = Report::new(
         &measurements,
         &plan,
         Machine::detect(),
         Versions::detect(&peers),
         gateway,
     );
+    match figures::shim::measure() {
+        Ok(shim) => report.shim = Some(shim),
+        Err(e) => eprintln!("note: the fault shim was not measured: {e}"),
+    }
     report.write(&out)?;
     eprintln!("wrote {}", out.join("BENCHMARKS.md").display());
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

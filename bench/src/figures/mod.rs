@@ -8,6 +8,7 @@ pub mod calls;
 pub mod fleet;
 pub mod memory;
 pub mod restart;
+pub mod shim;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -72,6 +72,9 @@ pub fn render(report: &Report) -> String {
             .filter(|r| !CALL_FIGURES.contains(&r.figure)),
     );
 
+    if let Some(shim) = &report.shim {
+        fault_shim(&mut out, shim, report);
+    }
     out.push_str("\n## Targets\n\n");
     targets(&mut out, &report.targets);
     out.push_str(FLOORS);
@@ -229,4 +232,31 @@ fn number(value: f64, figure: Figure) -> String {
 
 fn ratio(r: Option<f64>) -> String {
     r.map_or("n/a".to_string(), |r| format!("{r:.2}×"))
+}
+
+/// The fault shim's cost per event, and what it is of a stdio call.
+fn fault_shim(out: &mut String, shim: &crate::figures::shim::ShimCost, report: &Report) {
+    out.push_str("\n## Fault shim\n\n");
+    let _ = write!(
+        out,
+        "Every event a server sends passes the fault shim (`Faulty`, transports/src/fault.rs) \
+         on its way to the host. With no fault set: {:.1} ns per event through the shim \
+         against {:.1} ns straight to the sink, {:.1} ns added.",
+        shim.shim_ns,
+        shim.direct_ns,
+        shim.added_ns()
+    );
+    let p50 = report
+        .row(Figure::P50, "rmcp-echo")
+        .and_then(|r| r.mcpvisor.as_ref())
+        .map(|c| c.median);
+    if let Some(p50) = p50.filter(|p| *p > 0.0) {
+        let _ = write!(
+            out,
+            " A call's answer is one event: {:.4} % of mcpvisor's stdio call p50 in this run \
+             ({p50:.1} µs on the rmcp echo server).",
+            100.0 * shim.added_ns() / (p50 * 1000.0)
+        );
+    }
+    out.push('\n');
 }

@@ -41,6 +41,8 @@ pub struct Report {
     pub notes: Vec<String>,
     /// `mcpvisor serve` against the other gateways, if measured.
     pub gateway: Option<GatewayReport>,
+    /// What the fault shim costs a host with no fault set, if measured.
+    pub shim: Option<crate::figures::shim::ShimCost>,
 }
 
 /// One figure against one server, for every client.
@@ -116,6 +118,7 @@ impl Report {
             targets,
             notes: m.notes().to_vec(),
             gateway,
+            shim: None,
         }
     }
 
