@@ -29,13 +29,14 @@ pub(crate) struct StdoutReader<S> {
 impl<S: TransportSink> StdoutReader<S> {
     pub(crate) async fn run(mut self, mut stdout: impl AsyncRead + Unpin) {
         let mut decoder = FrameDecoder::new(self.frame_limit);
-        // Zeroed up front, so every byte of it is resident for as long as the
-        // connection lives: small enough to cost little per idle connection, big
-        // enough that a 1 MiB frame takes 64 reads.
-        let mut buf = vec![0u8; READ_BUFFER];
+        // Not zeroed: the kernel writes into it, so only the pages a read has
+        // reached are resident; an idle connection whose messages are small holds
+        // one page, not the whole buffer. Big enough that a 1 MiB frame takes 64 reads.
+        let mut buf: Vec<u8> = Vec::with_capacity(READ_BUFFER);
         let mut parsed = Vec::new();
         loop {
-            let n = match stdout.read(&mut buf).await {
+            buf.clear();
+            let n = match stdout.read_buf(&mut buf).await {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) => {

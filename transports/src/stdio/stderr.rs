@@ -62,7 +62,8 @@ pub(crate) async fn pump_stderr(
     server: Arc<str>,
     tail: Arc<Mutex<StderrTail>>,
 ) {
-    let mut buf = vec![0u8; 8192];
+    // Not zeroed, so an idle server's buffer holds only the pages its lines reached.
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut truncated = false;
     let emit = |line: &mut Vec<u8>, truncated: &mut bool| {
@@ -78,7 +79,8 @@ pub(crate) async fn pump_stderr(
         *truncated = false;
     };
     loop {
-        let n = match stderr.read(&mut buf).await {
+        buf.clear();
+        let n = match stderr.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
