@@ -136,8 +136,7 @@ pub struct HttpOptions {
     pub get_backoff_initial: Duration,
     /// Longest delay between GET stream attempts.
     pub get_backoff_max: Duration,
-    /// How long a resumption (a GET with `Last-Event-ID`) waits for the
-    /// notification stream's first GET to be answered before going on without it.
+    /// How long the first GET may take before requests go on without it.
     pub stream_open_wait: Duration,
 }
 
@@ -187,7 +186,7 @@ pub(crate) struct Shared {
     pub(crate) protocol: std::sync::OnceLock<Revision>,
     /// The server's wire faults (the cut answer stream is made here).
     pub(crate) faults: Arc<WireFaults>,
-    /// Where the notification stream's first GET stands; resumptions wait for it.
+    /// Where the notification stream's first GET stands; requests wait for it.
     pub(crate) stream: tokio::sync::watch::Sender<StreamOpen>,
 }
 
@@ -617,11 +616,12 @@ impl<S: TransportSink> HttpTransport<S> {
         let _ = self.shared.protocol.set(revision);
     }
 
-    /// Opens the GET notification stream (after the handshake). Requests go on
-    /// at once; only a resumption of a cut answer waits (at most
-    /// `options.stream_open_wait`) until the server has answered this GET, so a
-    /// server that resumes a cut answer on "the next GET" sees the resumption,
-    /// not this stream.
+    /// Opens the GET notification stream (after the handshake) and waits, at most
+    /// `options.stream_open_wait`, until the server has answered it. Requests sent
+    /// after this then cannot be mistaken for the stream's own: a server that
+    /// resumes a cut answer on "the next GET" sees the resumption, not this
+    /// stream (the conformance scenario `sse-retry` is such a server: a GET sent
+    /// while a request's answer is cut is taken for its resumption).
     pub async fn start_notifications(&mut self) {
         if self.listener.is_some() || self.down {
             return;
@@ -643,6 +643,9 @@ impl<S: TransportSink> HttpTransport<S> {
             self.sink.clone(),
             streams,
         ));
+        let mut state = self.shared.stream.subscribe();
+        let answered = state.wait_for(|s| *s != StreamOpen::Opening);
+        let _ = tokio::time::timeout(self.shared.options.stream_open_wait, answered).await;
     }
 
     /// Stops the GET stream (joining its thread), abandons requests in flight and

@@ -162,7 +162,6 @@ async fn resume<S: TransportSink>(
         };
         let delay = parser.retry().map(retry_delay).unwrap_or(DEFAULT_RETRY);
         tokio::time::sleep(delay).await;
-        stream_answered(shared).await;
         let mut resp = shared.get(Some(&last)).await?;
         if resp.status() != StatusCode::OK {
             return Err(status_error(resp).await);
@@ -178,15 +177,6 @@ async fn resume<S: TransportSink>(
         }
     }
     Err(TransportError::NoResponse)
-}
-
-/// Waits (bounded) until the notification stream's first GET is answered, so
-/// this resumption is never taken for that stream by a server that resumes on
-/// "the next GET".
-async fn stream_answered(shared: &Shared) {
-    let mut state = shared.stream.subscribe();
-    let answered = state.wait_for(|s| *s != super::StreamOpen::Opening);
-    let _ = tokio::time::timeout(shared.options.stream_open_wait, answered).await;
 }
 
 /// Sends a notification or response; a 202 (or 200) is all that comes back.
