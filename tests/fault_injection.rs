@@ -251,10 +251,12 @@ async fn delay(scene: &mut Scene) {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
-/// A swallowed answer times its call out; the connection is restarted.
+/// A swallowed answer times its call out; the connection is restarted. What is
+/// left of the count goes with that connection: the next one's handshake is not
+/// swallowed (one restart, not three).
 async fn drop_answers(scene: &mut Scene) {
     let before = scene.status().restarts;
-    scene.inject(Fault::DropAnswers { count: 1 }).await;
+    scene.inject(Fault::DropAnswers { count: 3 }).await;
     match scene.echo(Duration::from_millis(1500)).await {
         Err(CallError::Timeout { .. }) => {}
         other => panic!("a dropped answer times out: {other:?}"),
@@ -264,6 +266,7 @@ async fn drop_answers(scene: &mut Scene) {
         scene.echo(Duration::from_secs(10)).await.unwrap(),
         "Echo: hi"
     );
+    assert_eq!(scene.status().restarts, before + 1, "{:?}", scene.status());
 }
 
 /// `clear_faults` ends what was set before it could act.

@@ -196,6 +196,37 @@ impl Fault {
         }
     }
 
+    /// Checks the fault's durations and counts against [`MAX_FAULT_TIME`] and
+    /// [`MAX_FAULT_COUNT`], as its text form is checked when read.
+    pub fn check(&self) -> Result<(), FaultParseError> {
+        let time = |d: &Duration| {
+            if d.is_zero() || *d > MAX_FAULT_TIME {
+                Err(FaultParseError(format!(
+                    "`{}`: durations must be more than zero and at most 1h",
+                    self.kind()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let count = |n: u32| {
+            if (1..=MAX_FAULT_COUNT).contains(&n) {
+                Ok(())
+            } else {
+                Err(FaultParseError(format!(
+                    "`{}`: counts must be from 1 to {MAX_FAULT_COUNT}",
+                    self.kind()
+                )))
+            }
+        };
+        match self {
+            Fault::Stop { duration } => time(duration),
+            Fault::DelayAnswers { by, during } => time(by).and(time(during)),
+            Fault::Garbage { lines: n } | Fault::DropAnswers { count: n } => count(*n),
+            _ => Ok(()),
+        }
+    }
+
     /// How long the fault lasts once applied, for faults that last: a stop,
     /// a delay.
     pub fn lasts(&self) -> Option<Duration> {
@@ -356,6 +387,9 @@ pub enum FaultError {
         /// Where the fault applies.
         applies: &'static str,
     },
+    /// A duration or count past the limits ([`MAX_FAULT_TIME`], [`MAX_FAULT_COUNT`]).
+    #[error("{0}")]
+    OutOfRange(String),
     /// The server has no live connection to deal the fault to.
     #[error("`{0}` has no live connection now (starting, restarting, failed or stopped)")]
     NotRunning(String),
@@ -421,6 +455,37 @@ mod tests {
             let e = bad.parse::<Fault>().expect_err(bad);
             assert!(!e.to_string().is_empty());
             assert!(!e.to_string().contains('\u{1b}'), "{e}");
+        }
+    }
+
+    #[test]
+    fn faults_made_in_code_are_checked_like_text() {
+        assert!(
+            Fault::Stop {
+                duration: Duration::MAX
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Fault::Stop {
+                duration: Duration::ZERO
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Fault::DelayAnswers {
+                by: Duration::from_secs(1),
+                during: Duration::MAX
+            }
+            .check()
+            .is_err()
+        );
+        assert!(Fault::Garbage { lines: u32::MAX }.check().is_err());
+        assert!(Fault::DropAnswers { count: 0 }.check().is_err());
+        for kind in FaultKind::ALL {
+            assert_eq!(kind.default_fault().check(), Ok(()));
         }
     }
 

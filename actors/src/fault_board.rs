@@ -78,6 +78,9 @@ impl ServerFaults {
         let mut live = self.live.lock();
         if live.as_ref().is_some_and(|l| l.actor == actor) {
             *live = None;
+            // Counted faults belong to the connection they were dealt to: what
+            // is left of them must not swallow the next one's handshake.
+            self.wire.connection_ended();
         }
     }
 
@@ -110,18 +113,18 @@ impl ServerFaults {
     }
 
     /// Ends every fault: wire faults, an armed start, a stop (the server
-    /// continues at once).
+    /// continues at once; a continue to a running server does nothing).
     pub(crate) fn clear(&self) {
         self.wire.clear();
         self.exit_on_initialize.store(false, Ordering::Relaxed);
         if let Some(timer) = self.resume.lock().take() {
             timer.abort();
-            if let Some(live) = self.live() {
-                let _ = live.transport.cast(TransportMsg::Fault(
-                    crate::messages::TransportFault::Continue,
-                    None,
-                ));
-            }
+        }
+        if let Some(live) = self.live().filter(|_| self.is_http() == Some(false)) {
+            let _ = live.transport.cast(TransportMsg::Fault(
+                crate::messages::TransportFault::Continue,
+                None,
+            ));
         }
     }
 }

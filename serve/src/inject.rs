@@ -126,6 +126,7 @@ fn not_dealt(e: &FaultError) -> ErrorObject {
         FaultError::NotRunning(_) => (SERVER_NOT_LIVE, "not_running"),
         FaultError::Failed { .. } => (error_codes::INTERNAL_ERROR, "failed"),
         FaultError::Shutdown => (error_codes::INTERNAL_ERROR, "shutdown"),
+        FaultError::OutOfRange(_) => (error_codes::INVALID_PARAMS, "bad_params"),
         _ => (error_codes::INTERNAL_ERROR, "failed"),
     };
     refusal(code, reason, e.to_string())

@@ -78,13 +78,26 @@ impl WireFaults {
 
     /// Answers that arrive within `during` from now are delivered `by` late.
     pub fn delay_answers(&self, by: Duration, during: Duration) {
-        let until = Instant::now() + during;
+        let until = Instant::now()
+            .checked_add(during)
+            .unwrap_or_else(far_future);
         self.set(|s| s.delay = Some(Delay { by, until }));
     }
 
     /// The next answer stream (HTTP) is closed after its headers, before the answer.
     pub fn cut_next_stream(&self) {
         self.set(|s| s.cut_streams = s.cut_streams.saturating_add(1));
+    }
+
+    /// The connection the counted faults were dealt to ended: what is left of
+    /// them (answers to drop, an oversize, cuts) goes with it; a delay, which
+    /// runs for a time, stays.
+    pub fn connection_ended(&self) {
+        let mut state = self.state.lock();
+        state.drop_answers = 0;
+        state.oversize = false;
+        state.cut_streams = 0;
+        self.expire(&mut state);
     }
 
     /// Ends every fault set.
@@ -150,6 +163,11 @@ impl WireFaults {
     }
 }
 
+/// A time past any fault's end (a year), for durations too large to add.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(365 * 24 * 3600)
+}
+
 /// What an over-limit frame does on this transport.
 #[derive(Debug, Clone, Copy)]
 pub enum Oversized {
@@ -173,6 +191,16 @@ pub struct Faulty<S> {
     oversized: Oversized,
     /// Feeds the task that delivers delayed answers; started on first use.
     delayed: Mutex<Option<mpsc::Sender<(Instant, TransportEvent)>>>,
+    /// That task: answers still held when the connection goes are dropped with it.
+    delivering: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl<S> Drop for Faulty<S> {
+    fn drop(&mut self) {
+        if let Some(task) = self.delivering.lock().take() {
+            task.abort();
+        }
+    }
 }
 
 impl<S: TransportSink> Faulty<S> {
@@ -183,6 +211,7 @@ impl<S: TransportSink> Faulty<S> {
             faults,
             oversized,
             delayed: Mutex::new(None),
+            delivering: Mutex::new(None),
         }
     }
 
@@ -230,7 +259,10 @@ impl<S: TransportSink> Faulty<S> {
                 };
                 self.inner.deliver(event).await
             }
-            Verdict::Delay(by) => self.delay(Instant::now() + by, event).await,
+            Verdict::Delay(by) => {
+                let at = Instant::now().checked_add(by).unwrap_or_else(far_future);
+                self.delay(at, event).await
+            }
         }
     }
 
@@ -240,7 +272,8 @@ impl<S: TransportSink> Faulty<S> {
             let mut slot = self.delayed.lock();
             slot.get_or_insert_with(|| {
                 let (tx, rx) = mpsc::channel(DELAY_QUEUE);
-                tokio::spawn(deliver_later(self.inner.clone(), rx));
+                let task = tokio::spawn(deliver_later(self.inner.clone(), rx));
+                *self.delivering.lock() = Some(task);
                 tx
             })
             .clone()

@@ -26,6 +26,9 @@ impl Host {
         let Some(name) = self.server_name(server) else {
             return Err(FaultError::UnknownServer(shown(server)));
         };
+        fault
+            .check()
+            .map_err(|e| FaultError::OutOfRange(e.to_string()))?;
         let faults = self.0.faults.server(&name);
         let kind = fault.kind();
         let Some(http) = faults.is_http() else {
@@ -48,14 +51,36 @@ impl Host {
             Fault::CloseStdin => drop(signal(&name, &faults, TransportFault::CloseStdin).await?),
             Fault::ResetConnections => drop(signal(&name, &faults, TransportFault::Reset).await?),
             Fault::Stop { duration } => {
-                let live = signal(&name, &faults, TransportFault::Stop).await?;
+                let transport = live(&name, &faults)?.transport;
+                let (tell, applied) = oneshot::channel();
+                // One detached task stops and later continues the server, so a
+                // caller that walks away (a cancelled request) cannot leave it
+                // stopped with nothing to continue it.
                 let timer = self.0.runtime.spawn(async move {
-                    tokio::time::sleep(duration).await;
-                    let _ = live
-                        .transport
-                        .cast(TransportMsg::Fault(TransportFault::Continue, None));
+                    let (reply, done) = oneshot::channel();
+                    let stop = TransportMsg::Fault(TransportFault::Stop, Some(reply));
+                    if transport.cast(stop).is_err() {
+                        return;
+                    }
+                    let result = done.await;
+                    let stopped = matches!(result, Ok(Ok(())));
+                    let _ = tell.send(result);
+                    if stopped {
+                        tokio::time::sleep(duration).await;
+                        let _ = transport.cast(TransportMsg::Fault(TransportFault::Continue, None));
+                    }
                 });
                 faults.set_resume(timer);
+                match applied.await {
+                    Ok(Ok(Ok(()))) => {}
+                    Ok(Ok(Err(reason))) => {
+                        return Err(FaultError::Failed {
+                            server: name.to_string(),
+                            reason,
+                        });
+                    }
+                    _ => return Err(FaultError::NotRunning(name.to_string())),
+                }
             }
             Fault::ExitDuringInitialize => faults.arm_exit_on_initialize(),
             Fault::Garbage { lines } => {

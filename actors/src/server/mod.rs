@@ -142,7 +142,8 @@ impl Actor for ServerActor {
         let mut conn = Connection::new(args, child.clone(), pid, lane, ids);
         conn.begin(&myself);
         if exit_during_initialize {
-            // Behind `initialize` in the writer's queue: the server dies with it unanswered.
+            // `initialize` is queued to the writer; the kill races its write, so the
+            // server dies with it unread or unanswered, and the start fails either way.
             tracing::debug!(server = %spec.name, "fault: exiting during initialize");
             let _ = child.cast(TransportMsg::Fault(TransportFault::Kill, None));
         }

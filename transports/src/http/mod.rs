@@ -555,7 +555,8 @@ impl<S: TransportSink> HttpTransport<S> {
         }
         if let Some(mut listener) = self.listener.take() {
             listener.stop().await;
-            self.notices = None;
+            // The notices queued for the server (cancellations, answers to its
+            // requests) are kept: only the stream is reset.
             self.start_notifications().await;
         }
     }
@@ -626,7 +627,9 @@ impl<S: TransportSink> HttpTransport<S> {
         if self.listener.is_some() || self.down {
             return;
         }
-        self.notices = Some(NoticeSender::spawn(self.shared.clone()));
+        if self.notices.is_none() {
+            self.notices = Some(NoticeSender::spawn(self.shared.clone()));
+        }
         let streams = match &self.streams {
             Some(s) => s.clone(),
             None => match StreamRuntime::start("mcpvisor-sse", &self.shared.options) {
@@ -659,6 +662,8 @@ impl<S: TransportSink> HttpTransport<S> {
             listener.stop().await;
         }
         self.notices = None;
+        // The host's stream thread ends once no connection holds it.
+        self.streams = None;
         self.requests.abort_all();
         while self.requests.join_next().await.is_some() {}
         self.in_flight.clear();

@@ -353,6 +353,8 @@ impl StdioTransport {
         let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok();
         if status.is_none() {
             let _ = killpg(pgid, Signal::SIGTERM);
+            // A stopped group (an injected stop) acts on SIGTERM only once continued.
+            let _ = killpg(pgid, Signal::SIGCONT);
             status = tokio::time::timeout(self.grace, child.wait()).await.ok();
         }
         if status.is_none() {
