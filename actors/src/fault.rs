@@ -36,8 +36,8 @@ pub enum Fault {
         /// How many.
         lines: u32,
     },
-    /// The next answer arrives as a frame over the limit: a stdio connection
-    /// ends; over HTTP that request fails.
+    /// The next answer on the live connection arrives as a frame over the
+    /// limit: a stdio connection ends; over HTTP that request fails.
     Oversize,
     /// Answers arriving within `during` from now are delivered `by` late.
     DelayAnswers {
@@ -46,7 +46,8 @@ pub enum Fault {
         /// How long the fault lasts.
         during: Duration,
     },
-    /// The next `count` answers are swallowed, so their calls time out.
+    /// The next `count` answers on the live connection are swallowed, so their
+    /// calls time out; what is left of the count ends with that connection.
     DropAnswers {
         /// How many.
         count: u32,
