@@ -9,23 +9,19 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
 use support::proc::{is_alive, live_group_members, stat};
 use support::serve::wait_timeout;
 
-/// A one-shot CLI command, from start to exit.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// From start to the "listening on" line of `mcpvisor serve`.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
 /// From SIGTERM (or SIGINT) to the exit of a long-running command.
@@ -39,103 +35,7 @@ fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-attach", tag)
 }
 
-fn mcpvisor(dir: &Path) -> Command {
-    let mut cmd = support::serve::mcpvisor(dir);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd
-}
-
-/// The lines a pipe yields, as they come (and all of them so far).
-struct Lines {
-    rx: mpsc::Receiver<String>,
-    all: Arc<Mutex<String>>,
-    ended: Arc<Mutex<bool>>,
-}
-
-impl Lines {
-    fn start(pipe: impl Read + Send + 'static) -> Lines {
-        let (tx, rx) = mpsc::channel();
-        let all = Arc::new(Mutex::new(String::new()));
-        let ended = Arc::new(Mutex::new(false));
-        let (sink, end) = (all.clone(), ended.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines() {
-                let Ok(line) = line else { break };
-                {
-                    let mut sink = sink.lock().unwrap();
-                    sink.push_str(&line);
-                    sink.push('\n');
-                }
-                let _ = tx.send(line);
-            }
-            *end.lock().unwrap() = true;
-        });
-        Lines { rx, all, ended }
-    }
-
-    /// The first line from now on that satisfies `pred`, within `within`.
-    fn wait_for(&self, within: Duration, mut pred: impl FnMut(&str) -> bool) -> Option<String> {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match self.rx.recv_timeout(left) {
-                Ok(line) if pred(&line) => return Some(line),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        self.all.lock().unwrap().clone()
-    }
-
-    /// Everything, once the pipe ends (or what came within `within`).
-    fn finish(&self, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        while !*self.ended.lock().unwrap() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.text()
-    }
-}
-
-/// Kills `child`'s process group and reaps it.
-fn kill_group(child: &mut Child) {
-    let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
-    let _ = child.wait();
-}
-
-/// Runs a one-shot command in `dir`; fails the test if it does not end in time.
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let mut child = mcpvisor(dir).args(args).spawn().expect("start mcpvisor");
-    let stdout = Lines::start(child.stdout.take().unwrap());
-    let stderr = Lines::start(child.stderr.take().unwrap());
-    let Some(status) = wait_timeout(&mut child, COMMAND_TIMEOUT) else {
-        kill_group(&mut child);
-        panic!(
-            "`mcpvisor {}` still running after {COMMAND_TIMEOUT:?}\nstdout:\n{}\nstderr:\n{}",
-            args.join(" "),
-            stdout.finish(Duration::from_secs(1)),
-            stderr.finish(Duration::from_secs(1)),
-        );
-    };
-    Output {
-        status,
-        stdout: stdout.finish(Duration::from_secs(5)).into_bytes(),
-        stderr: stderr.finish(Duration::from_secs(5)).into_bytes(),
-    }
-}
-
-fn describe(args: &[&str], out: &Output) -> String {
-    format!(
-        "`mcpvisor {}` exited with {}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use support::attached::{COMMAND_TIMEOUT, Lines, describe, kill_group, mcpvisor, run};
 
 /// Runs a command that must succeed; returns its stdout.
 fn run_ok(dir: &Path, args: &[&str]) -> String {
