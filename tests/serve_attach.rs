@@ -35,7 +35,7 @@ fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-attach", tag)
 }
 
-use support::attached::{COMMAND_TIMEOUT, Lines, describe, kill_group, mcpvisor, run};
+use support::attached::{COMMAND_TIMEOUT, Lines, Running, describe, kill_group, mcpvisor, run};
 
 /// Runs a command that must succeed; returns its stdout.
 fn run_ok(dir: &Path, args: &[&str]) -> String {
@@ -148,42 +148,6 @@ impl Drop for Serve {
             if wait_timeout(&mut self.child, EXIT_TIMEOUT).is_none() {
                 kill_group(&mut self.child);
             }
-        }
-    }
-}
-
-/// A long-running attached command (`watch`); killed with its group when dropped.
-struct Running {
-    child: Child,
-    stdout: Lines,
-    stderr: Lines,
-}
-
-impl Running {
-    fn start(dir: &Path, args: &[&str]) -> Running {
-        let mut child = mcpvisor(dir).args(args).spawn().expect("start mcpvisor");
-        let stdout = Lines::start(child.stdout.take().unwrap());
-        let stderr = Lines::start(child.stderr.take().unwrap());
-        Running {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    fn output(&self) -> String {
-        format!(
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout.text(),
-            self.stderr.text()
-        )
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            kill_group(&mut self.child);
         }
     }
 }
@@ -323,7 +287,7 @@ fn an_attached_watch_sees_a_crash_and_the_restart_done_by_serve() {
 
     let mut watch = Running::start(&dir, &["watch"]);
     // The watch says nothing once subscribed.
-    wait_subscribed(&dir, &mut watch, "demo");
+    watch.wait_watching(&dir, "demo");
 
     let crash = run(&dir, &["call", "mcp__demo__crash", "{}"]);
     assert_eq!(
@@ -592,45 +556,13 @@ fn the_socket_is_private_to_its_owner() {
     assert_eq!(serve.stop(Signal::SIGTERM).code(), Some(0));
 }
 
-/// Waits until `watch` prints a log line of the demo server (serve forwards
-/// those to watchers), which shows that it is subscribed.
-fn wait_subscribed(dir: &Path, watch: &mut Running, server: &str) {
-    for attempt in 0..30 {
-        assert!(
-            matches!(watch.child.try_wait(), Ok(None)),
-            "watch exited early\n{}",
-            watch.output()
-        );
-        let marker = format!("subscribed-marker-{attempt}");
-        run_ok(
-            dir,
-            &[
-                "call",
-                &format!("mcp__{server}__log"),
-                &format!(r#"{{"message":"{marker}"}}"#),
-            ],
-        );
-        if watch
-            .stdout
-            .wait_for(Duration::from_millis(500), |l| l.contains(&marker))
-            .is_some()
-        {
-            return;
-        }
-    }
-    panic!(
-        "watch printed none of the demo server's log lines\n{}",
-        watch.output()
-    );
-}
-
 #[test]
 fn stopping_serve_answers_attached_commands_and_leaves_nothing() {
     let dir = empty_dir("stop");
     let mut serve = Serve::start(&dir, &[&FAST_RESTARTS[..], &["serve"]].concat());
     let demo = demo_pid(&dir, &[]);
     let mut watch = Running::start(&dir, &["watch"]);
-    wait_subscribed(&dir, &mut watch, "demo");
+    watch.wait_watching(&dir, "demo");
     let mut call = Running::start(&dir, &["call", "mcp__demo__sleep", r#"{"ms":60000}"#]);
     std::thread::sleep(Duration::from_millis(1_000));
     assert!(
