@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use http_server::{GetMode, HttpMcpServer, Script};
 use mcpvisor::transports::HttpSpec;
-use mcpvisor::{RestartPolicy, ServerSpec, StdioSpec, SupervisorOptions};
+use mcpvisor::{ServerSpec, StdioSpec};
 use mcpvisor_chaos::{ChaosOptions, Load, Progress};
 use serde_json::json;
 
@@ -131,7 +131,8 @@ async fn run(args: Args) -> ExitCode {
     if args.verbose {
         chaos.on_progress = Some(Arc::new(|p: &Progress| eprintln!("chaos: {p:?}")));
     }
-    let outcome = mcpvisor_chaos::run(servers, options(), chaos).await;
+    let outcome =
+        mcpvisor_chaos::run(servers, mcpvisor_chaos::brisk_supervisor_options(), chaos).await;
     for fixture in &fixtures {
         fixture.stop();
     }
@@ -149,20 +150,4 @@ async fn run(args: Args) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Short timeouts and backoffs, so the run spends its time on faults.
-fn options() -> SupervisorOptions {
-    let mut options = SupervisorOptions::default();
-    options.request_timeout = Duration::from_secs(3);
-    options.startup_timeout = Duration::from_secs(5);
-    options.restart = RestartPolicy {
-        initial_backoff: Duration::from_millis(20),
-        max_backoff: Duration::from_millis(200),
-        max_restarts: 3,
-        window: Duration::from_secs(5),
-        ..RestartPolicy::default()
-    };
-    options.stdio.grace = Duration::from_millis(200);
-    options
 }

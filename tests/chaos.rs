@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor::transports::HttpSpec;
-use mcpvisor::{FaultKind, RestartPolicy, ServerSpec, SupervisorOptions};
+use mcpvisor::{FaultKind, ServerSpec};
 use mcpvisor_chaos::{ChaosOptions, Load, Progress};
 use serde_json::json;
 use support::demo;
@@ -60,7 +60,7 @@ async fn chaos_cycles_keep_every_invariant() {
     chaos.call_timeout = Duration::from_secs(3);
     chaos.on_progress = Some(Arc::new(|p: &Progress| eprintln!("chaos: {p:?}")));
 
-    let report = mcpvisor_chaos::run(servers, options(), chaos)
+    let report = mcpvisor_chaos::run(servers, mcpvisor_chaos::brisk_supervisor_options(), chaos)
         .await
         .unwrap();
     http.stop();
@@ -97,20 +97,4 @@ async fn chaos_cycles_keep_every_invariant() {
         "{report}"
     );
     assert!(r.after_shutdown.fds < r.baseline.fds, "{report}");
-}
-
-/// Short timeouts and backoffs, so a CI run spends its time on faults.
-fn options() -> SupervisorOptions {
-    let mut options = SupervisorOptions::default();
-    options.request_timeout = Duration::from_secs(3);
-    options.startup_timeout = Duration::from_secs(5);
-    options.restart = RestartPolicy {
-        initial_backoff: Duration::from_millis(20),
-        max_backoff: Duration::from_millis(200),
-        max_restarts: 3,
-        window: Duration::from_secs(5),
-        ..RestartPolicy::default()
-    };
-    options.stdio.grace = Duration::from_millis(200);
-    options
 }

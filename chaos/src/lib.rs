@@ -56,7 +56,7 @@ pub use error_kind::error_kind;
 pub use explains::explains;
 pub use invariant::{Invariant, Violation};
 pub use load::{CALL_TOKEN, Load, LoadCall, LoadError, MAX_LOAD_CALLS, MAX_WEIGHT, Target};
-pub use options::{ChaosOptions, Progress, ProgressHook};
+pub use options::{ChaosOptions, Progress, ProgressHook, brisk_supervisor_options};
 pub use plan::{Wire, applies};
 pub use proc::Sample;
 pub use project::{ProjectRunError, run_project};

@@ -142,3 +142,22 @@ impl ChaosOptions {
         }
     }
 }
+
+/// Supervisor options that make a run spend its time on faults rather than on
+/// waiting: a 3 s request timeout, a 5 s startup timeout, restarts after 20 to
+/// 200 ms, `Failed` after 3 restarts in 5 s, 200 ms teardown grace. The
+/// project's own chaos test and example run with these.
+pub fn brisk_supervisor_options() -> mcpvisor::SupervisorOptions {
+    let mut options = mcpvisor::SupervisorOptions::default();
+    options.request_timeout = Duration::from_secs(3);
+    options.startup_timeout = Duration::from_secs(5);
+    options.restart = mcpvisor::RestartPolicy {
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(200),
+        max_restarts: 3,
+        window: Duration::from_secs(5),
+        ..mcpvisor::RestartPolicy::default()
+    };
+    options.stdio.grace = Duration::from_millis(200);
+    options
+}
