@@ -306,9 +306,19 @@ impl StdioTransport {
     }
 
     /// Sends `signal` to the server's whole process group (fault injection).
+    /// Refused once the leader may have been reaped: its process group id could
+    /// then name another process's group.
     pub fn signal_group(&self, signal: GroupSignal) -> std::io::Result<()> {
+        let gone = || std::io::Error::other("the server has already exited");
         if self.down {
-            return Err(std::io::Error::other("the server is already stopped"));
+            return Err(gone());
+        }
+        // The reader holds the lock while it reaps the leader at end of output.
+        let Ok(mut child) = self.child.try_lock() else {
+            return Err(gone());
+        };
+        if !matches!(child.try_wait(), Ok(None)) {
+            return Err(gone());
         }
         let signal = match signal {
             GroupSignal::Kill => Signal::SIGKILL,
