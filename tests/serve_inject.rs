@@ -45,8 +45,11 @@ fn event_text(line: &str) -> &str {
 fn a_killed_server_comes_back_as_a_new_process_and_watch_shows_the_fault() {
     let dir = empty_dir("kill");
     let mut serve = serve(&dir, &["--allow-faults"]);
+    // serve says so just after the address it is started on: it may not be read yet.
     assert!(
-        serve.output().contains("fault injection allowed"),
+        eventually(Duration::from_secs(10), || serve
+            .output()
+            .contains("fault injection allowed")),
         "serve says faults are allowed:\n{}",
         serve.output()
     );
