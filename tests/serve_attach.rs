@@ -35,7 +35,9 @@ fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-attach", tag)
 }
 
-use support::attached::{COMMAND_TIMEOUT, Lines, Running, describe, kill_group, mcpvisor, run};
+use support::attached::{
+    COMMAND_TIMEOUT, Lines, Running, describe, eventually, kill_group, mcpvisor, run,
+};
 
 /// Runs a command that must succeed; returns its stdout.
 fn run_ok(dir: &Path, args: &[&str]) -> String {
@@ -72,20 +74,6 @@ fn processes_in(dir: &Path) -> Vec<(u32, String)> {
             (s.pid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
         })
         .collect()
-}
-
-/// Polls `cond` until it holds or `within` passes.
-fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A running `mcpvisor serve`; stopped (SIGTERM, then SIGKILL) when dropped.
