@@ -7,6 +7,9 @@
 //! pending request fails with the exit status and that stderr tail.
 
 mod env;
+#[cfg(target_os = "linux")]
+mod launch;
+mod process;
 mod reader;
 mod spawner;
 mod stderr;
@@ -23,7 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -31,6 +34,7 @@ use crate::error::{ExitInfo, TransportError};
 use crate::event::TransportSink;
 use crate::secret::SecretString;
 pub use env::{DEFAULT_PASSTHROUGH, child_environment, child_environment_names};
+use process::ServerProcess;
 use reader::StdoutReader;
 use stderr::{StderrTail, pump_stderr};
 pub use writer::StdioWriter;
@@ -90,32 +94,6 @@ impl StdioSpec {
         })
     }
 }
-
-/// On Linux, the child gets SIGKILL when the host dies, however it dies: a host
-/// killed with SIGKILL runs no teardown, and its servers must not live on. The
-/// signal reaches the server process itself; teardown of its group remains the
-/// host's job while it lives.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn die_with_host(cmd: &mut Command) {
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe system calls (prctl, getppid); it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-            // The host died between fork and prctl: the signal was missed.
-            if nix::unistd::getppid().as_raw() as u32 != parent {
-                // From a kind, not a message: nothing may allocate after fork.
-                return Err(std::io::Error::from(std::io::ErrorKind::Other));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_host(_cmd: &mut Command) {}
 
 impl fmt::Debug for StdioSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -203,7 +181,7 @@ pub enum GroupSignal {
 /// still kills the whole process group.
 pub struct StdioTransport {
     stdin: Arc<StdioWriter>,
-    child: Arc<tokio::sync::Mutex<Child>>,
+    child: Arc<tokio::sync::Mutex<ServerProcess>>,
     pid: u32,
     tasks: Vec<JoinHandle<()>>,
     grace: Duration,
@@ -229,42 +207,24 @@ impl StdioTransport {
         options: &StdioOptions,
         sink: Arc<S>,
     ) -> Result<StdioTransport, TransportError> {
-        let mut cmd = Command::new(&spec.command);
-        cmd.args(&spec.args)
-            .env_clear()
-            .envs(StdioSpec::environment(spec, options))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(dir) = &spec.cwd {
-            cmd.current_dir(dir);
-        }
         let spawn_err = |e: std::io::Error| TransportError::Spawn {
             command: spec.command.clone(),
             source: Arc::new(e),
         };
-        let mut child = if options.die_with_host {
-            die_with_host(&mut cmd);
-            let runtime = tokio::runtime::Handle::try_current()
-                .map_err(|e| spawn_err(std::io::Error::other(e)))?;
-            spawner::on_spawner_thread(runtime, move || cmd.spawn()).map_err(spawn_err)?
-        } else {
-            cmd.spawn().map_err(spawn_err)?
-        };
-        let pid = child
-            .id()
-            .ok_or_else(|| spawn_err(std::io::Error::other("process exited at once")))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(spawn_err(std::io::Error::other("stdio pipes missing")));
-        };
-        let stdin = stdin
-            .into_owned_fd()
-            .and_then(pipe::Sender::from_owned_fd)
-            .map_err(spawn_err)?;
+        let env = StdioSpec::environment(spec, options);
+        let (child, pid, [stdin, stdout, stderr]) =
+            if options.die_with_host && cfg!(target_os = "linux") {
+                let runtime = tokio::runtime::Handle::try_current()
+                    .map_err(|e| spawn_err(std::io::Error::other(e)))?;
+                let (spec, env) = (spec.clone(), env);
+                spawner::on_spawner_thread(runtime, move || launch_with_parent_death(&spec, &env))
+                    .map_err(spawn_err)?
+            } else {
+                spawn_plain(spec, env).map_err(spawn_err)?
+            };
+        let stdin = pipe::Sender::from_owned_fd(stdin).map_err(spawn_err)?;
+        let stdout = pipe::Receiver::from_owned_fd(stdout).map_err(spawn_err)?;
+        let stderr = pipe::Receiver::from_owned_fd(stderr).map_err(spawn_err)?;
         let stdin = StdioWriter::new(stdin, options.write_backlog);
         let server: Arc<str> = Arc::from(server);
         let child = Arc::new(tokio::sync::Mutex::new(child));
@@ -391,4 +351,76 @@ impl Drop for StdioTransport {
             let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
         }
     }
+}
+
+/// The three host-side pipe ends of a started server: stdin, stdout, stderr.
+type Pipes = [std::os::fd::OwnedFd; 3];
+
+/// Linux: the server with SIGKILL as its parent-death signal, started without
+/// a full fork (see [`launch`]). Runs on a spawner thread.
+#[cfg(target_os = "linux")]
+fn launch_with_parent_death(
+    spec: &StdioSpec,
+    env: &[(String, std::ffi::OsString)],
+) -> std::io::Result<(ServerProcess, u32, Pipes)> {
+    let launched = launch::launch(&launch::Launch {
+        command: &spec.command,
+        args: &spec.args,
+        env,
+        cwd: spec.cwd.as_deref(),
+    })?;
+    let pid = launched.pid;
+    let process = process::Launched::watch(pid).inspect_err(|_| {
+        // Unwatched, it could be neither waited for nor reaped: end it here.
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+    })?;
+    Ok((
+        ServerProcess::Launched(process),
+        pid as u32,
+        [launched.stdin, launched.stdout, launched.stderr],
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn launch_with_parent_death(
+    spec: &StdioSpec,
+    env: &[(String, std::ffi::OsString)],
+) -> std::io::Result<(ServerProcess, u32, Pipes)> {
+    spawn_plain(spec, env.to_vec())
+}
+
+/// The server started by Tokio's `Command` (a `vfork`-style spawn, no
+/// parent-death signal).
+fn spawn_plain(
+    spec: &StdioSpec,
+    env: Vec<(String, std::ffi::OsString)>,
+) -> std::io::Result<(ServerProcess, u32, Pipes)> {
+    let mut cmd = Command::new(&spec.command);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("process exited at once"))?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(std::io::Error::other("stdio pipes missing"));
+    };
+    let pipes = [
+        stdin.into_owned_fd()?,
+        stdout.into_owned_fd()?,
+        stderr.into_owned_fd()?,
+    ];
+    Ok((ServerProcess::Spawned(child), pid, pipes))
 }

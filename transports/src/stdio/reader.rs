@@ -6,9 +6,9 @@ use std::time::Duration;
 use mcpvisor_protocol::{FrameDecoder, FrameError, Message};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Child;
 use tokio::sync::oneshot;
 
+use super::process::ServerProcess;
 use super::stderr::StderrTail;
 use crate::error::{ExitInfo, TransportError};
 use crate::event::{TransportEvent, TransportSink};
@@ -19,7 +19,7 @@ const READ_BUFFER: usize = 16 * 1024;
 pub(crate) struct StdoutReader<S> {
     pub(crate) sink: Arc<S>,
     pub(crate) frame_limit: usize,
-    pub(crate) child: Arc<tokio::sync::Mutex<Child>>,
+    pub(crate) child: Arc<tokio::sync::Mutex<ServerProcess>>,
     pub(crate) stderr_done: oneshot::Receiver<()>,
     pub(crate) stderr_tail: Arc<Mutex<StderrTail>>,
     pub(crate) exit_wait: Duration,
