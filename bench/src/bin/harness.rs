@@ -68,7 +68,7 @@ fn main() -> anyhow::Result<()> {
     mcpvisor_demo::serve_if_requested();
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
-        Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),
+        Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(&argv[2..]),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
         Some(profile::PROFILE_FLEET_ARG) => return profile_fleet(&argv[2..]),
