@@ -6,6 +6,7 @@
 pub mod gateway;
 pub mod machine;
 pub mod markdown;
+pub mod splice;
 pub mod targets;
 
 use std::collections::BTreeMap;
