@@ -7,6 +7,7 @@ pub mod gateway;
 pub mod machine;
 pub mod markdown;
 pub mod splice;
+pub mod svg;
 pub mod targets;
 
 use std::collections::BTreeMap;
