@@ -30,5 +30,6 @@ pub mod gateway;
 pub mod profile;
 pub mod report;
 pub mod servers;
+pub mod soak;
 pub mod stats;
 pub mod usage;
