@@ -100,8 +100,8 @@ pub fn render(report: &SoakReport, versions: &str) -> String {
          one at a time, to the servers in turn; every {}th tick a worker sends a burst of {} \
          calls at once instead, and every {}th it drops its call once it is in flight \
          (`notifications/cancelled`); {:.0} calls/s were made on average; \
-         every {} s one server's process is killed with SIGKILL (the servers in turn) and \
-         the supervisor restarts it. The harness process (the host and the load) is sampled \
+         every {} s one server's process is killed with SIGKILL (the servers in turn, the \
+         first half that time in, so no sample falls on a kill) and the supervisor restarts it. The harness process (the host and the load) is sampled \
          at the start, every {} s and at the end.\n",
         SECTION.start,
         p.minutes,

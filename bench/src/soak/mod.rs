@@ -207,10 +207,12 @@ async fn count_lifecycle(host: Host, lifecycle: Arc<Lifecycle>) {
     }
 }
 
-/// Every `kill_every_s`, SIGKILL the next server's process, as a crash would.
+/// Every `kill_every_s` (the first after half of it), SIGKILL the next
+/// server's process, as a crash would.
 async fn kill_in_turn(host: Host, plan: SoakPlan, kills: Arc<AtomicU64>) {
     let period = Duration::from_secs(plan.kill_every_s);
-    let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+    // Half a period out of step with the samples, so none is taken at a kill.
+    let mut ticks = tokio::time::interval_at(Instant::now() + period / 2, period);
     for k in (0..plan.servers).cycle() {
         ticks.tick().await;
         let name = format!("echo{k}");
