@@ -16,7 +16,11 @@
 //!
 //! - **gateways** ([`gateway`]): `mcpvisor serve` over Streamable HTTP against
 //!   supergateway, mcp-proxy and mcp-hub fronting the same stdio server, a
-//!   direct `Host::call`, and the `mcpvisor call` command line.
+//!   direct `Host::call`, and the `mcpvisor call` command line;
+//! - **the cost curve** ([`figures::curve`]): 1 to 1,000 servers in one host,
+//!   and one server with 100 to 100,000 tools, with SVG charts;
+//! - **the soak** ([`soak`]): twenty servers under steady mixed load for
+//!   minutes, resources sampled each minute.
 //!
 //! [`report`] turns the measurements into `docs/BENCHMARKS.md` and
 //! `docs/benchmarks.json`, with the ratios mcpvisor/rmcp and mcpvisor/floor and
@@ -30,5 +34,6 @@ pub mod gateway;
 pub mod profile;
 pub mod report;
 pub mod servers;
+pub mod soak;
 pub mod stats;
 pub mod usage;

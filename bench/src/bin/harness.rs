@@ -3,10 +3,13 @@
 //! `harness [--quick] [--out DIR]` measures every figure and writes
 //! `BENCHMARKS.md` and `benchmarks.json` (default: the workspace's `docs/`).
 //! `harness gateway` measures only `mcpvisor serve` against the other gateways
-//! and puts that section into the existing files, leaving the rest as it was.
+//! and puts that section into the existing files, leaving the rest as it was;
+//! `harness curve` does the same for the cost curve (and its SVG charts), and
+//! `harness soak --minutes M` for a soak of M minutes, which only it runs.
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
-//! (`harness probe-memory CLIENT N`), so one build has every part it runs;
+//! (`harness probe-memory CLIENT N`) and the curve's probe
+//! (`harness probe-curve fleet|tools N CALLS CHANGES`), so one build has every part it runs;
 //! `harness profile-calls CLIENT N` makes only sequential calls, and
 //! `harness profile-fleet CLIENT N REPEATS` only starts fleets, and
 //! `harness profile-gateway URL TOOL N` only calls a running gateway, for a profiler.
@@ -14,13 +17,17 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+use mcpvisor_bench::figures::curve::{self, CurvePlan};
 use mcpvisor_bench::figures::{self, Plan, Setup, memory};
 use mcpvisor_bench::gateway::{self, GatewayPeers, GatewaySetup};
 use mcpvisor_bench::profile;
 use mcpvisor_bench::report::Report;
+use mcpvisor_bench::report::curve::CurveReport;
 use mcpvisor_bench::report::gateway::GatewayReport;
 use mcpvisor_bench::report::machine::{Machine, Versions};
+use mcpvisor_bench::report::soak::SoakReport;
 use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
+use mcpvisor_bench::soak::{self, SoakPlan};
 
 /// Measures mcpvisor against rmcp and the raw floor and writes the report.
 #[derive(Parser)]
@@ -49,7 +56,7 @@ struct Args {
     #[arg(long, global = true)]
     mcpvisor: Option<PathBuf>,
     /// Measure only servers whose key contains this (rmcp-echo, demo, everything-stdio,
-    /// everything-http, python-http-json, gateway); the report then holds only those.
+    /// everything-http, python-http-json, gateway, curve); the report then holds only those.
     #[arg(long)]
     only: Option<String>,
     #[command(subcommand)]
@@ -62,14 +69,25 @@ enum Only {
     /// Host::call and the `mcpvisor call` command line; the section is put into the
     /// existing BENCHMARKS.md and benchmarks.json.
     Gateway,
+    /// Only the cost curve (1 to 1,000 servers, 100 to 100,000 tools); the
+    /// section and its charts are put into the existing files.
+    Curve,
+    /// A soak: 20 servers under steady mixed load, sampled each minute; the
+    /// section is put into the existing files.
+    Soak {
+        /// How long the load runs.
+        #[arg(long, default_value_t = 60.0)]
+        minutes: f64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     mcpvisor_demo::serve_if_requested();
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
-        Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(),
+        Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(&argv[2..]),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
+        Some(curve::PROBE_ARG) => return probe_curve(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
         Some(profile::PROFILE_FLEET_ARG) => return profile_fleet(&argv[2..]),
         Some(profile::PROFILE_GATEWAY_ARG) => return profile_gateway(&argv[2..]),
@@ -109,13 +127,47 @@ fn main() -> anyhow::Result<()> {
         runtime.shutdown_timeout(std::time::Duration::from_secs(1));
         return Ok(());
     }
+    let curve_plan = if args.quick {
+        CurvePlan::quick()
+    } else {
+        CurvePlan::full()
+    };
+    match args.command {
+        Some(Only::Curve) => {
+            let measured = runtime.block_on(curve::run(&curve_plan, &exe));
+            let report = CurveReport::new(&measured, &curve_plan);
+            report.splice_into(&out, &Versions::detect(&peers).host_line())?;
+            eprintln!(
+                "wrote the curve section of {} and its charts",
+                out.join("BENCHMARKS.md").display()
+            );
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            return Ok(());
+        }
+        Some(Only::Soak { minutes }) => {
+            let run = runtime.block_on(soak::run(&SoakPlan::new(minutes), &exe))?;
+            SoakReport::new(run).splice_into(&out, &Versions::detect(&peers).host_line())?;
+            eprintln!(
+                "wrote the soak section of {}",
+                out.join("BENCHMARKS.md").display()
+            );
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            return Ok(());
+        }
+        Some(Only::Gateway) | None => {}
+    }
     let with_gateway = args.only.as_deref().is_none_or(|o| "gateway".contains(o));
+    let with_curve = args.only.as_deref().is_none_or(|o| "curve".contains(o));
     let setup = Setup {
         exe,
         peers: peers.clone(),
         only: args.only,
     };
     let measurements = runtime.block_on(figures::run(&plan, &setup));
+    let curve = with_curve.then(|| {
+        let measured = runtime.block_on(curve::run(&curve_plan, &setup.exe));
+        CurveReport::new(&measured, &curve_plan)
+    });
     let gateway = if with_gateway {
         let measured = runtime.block_on(gateway::run(&plan, &gateway_setup));
         Some(GatewayReport::new(&measured, &plan, &gateway_setup.peers))
@@ -129,6 +181,7 @@ fn main() -> anyhow::Result<()> {
         Versions::detect(&peers),
         gateway,
     );
+    report.curve = curve;
     match figures::shim::measure() {
         Ok(shim) => report.shim = Some(shim),
         Err(e) => eprintln!("note: the fault shim was not measured: {e}"),
@@ -148,6 +201,24 @@ fn probe(args: &[String]) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(memory::probe(client, n))?;
     println!("{}", serde_json::to_string(&result)?);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}
+
+/// `probe-curve fleet|tools N CALLS CHANGES`: prints one JSON line, the curve at N.
+fn probe_curve(args: &[String]) -> anyhow::Result<()> {
+    let [axis, n, calls, changes] = args else {
+        anyhow::bail!("usage: harness probe-curve fleet|tools N CALLS CHANGES");
+    };
+    let axis = curve::Axis::parse(axis)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let point = runtime.block_on(curve::probe::probe(
+        axis,
+        n.parse()?,
+        calls.parse()?,
+        changes.parse()?,
+    ))?;
+    println!("{}", serde_json::to_string(&point)?);
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! client always runs first (on a warm cache) or last (on a tired machine).
 
 pub mod calls;
+pub mod curve;
 pub mod fleet;
 pub mod memory;
 pub mod restart;

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::machine::{Machine, utc_now};
+use super::splice::Section;
 use super::targets::{self, TargetCheck};
 use super::{Cell, markdown};
 use crate::figures::Plan;
@@ -23,6 +24,13 @@ use crate::stats::median;
 pub const START: &str = "<!-- gateway figures: written by `harness gateway` -->";
 /// The marker after it.
 pub const END: &str = "<!-- end of gateway figures -->";
+
+/// Where the section sits in the two files.
+pub const SECTION: Section = Section {
+    start: START,
+    end: END,
+    key: "gateway",
+};
 
 /// The command that writes the section alone.
 pub const COMMAND: &str = "cargo run --release -p mcpvisor-bench --bin harness -- gateway";
@@ -132,49 +140,7 @@ impl GatewayReport {
     /// Puts the section into `dir/BENCHMARKS.md` (replacing an earlier one,
     /// else at the end) and under `"gateway"` in `dir/benchmarks.json`.
     pub fn splice_into(&self, dir: &Path, versions: &str) -> anyhow::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let md = dir.join("BENCHMARKS.md");
-        let text = std::fs::read_to_string(&md).unwrap_or_else(|_| "# Benchmarks\n".into());
-        let section = render(self, versions);
-        let spliced = match (text.find(START), text.find(END)) {
-            (Some(start), Some(end)) if start < end => {
-                format!("{}{section}{}", &text[..start], &text[end + END.len()..])
-            }
-            _ => format!("{}\n{section}\n", text.trim_end()),
-        };
-        std::fs::write(&md, spliced)?;
-        let json = dir.join("benchmarks.json");
-        let text = std::fs::read_to_string(&json).unwrap_or_else(|_| "{}".into());
-        std::fs::write(&json, splice_json(&text, &serde_json::to_value(self)?)?)?;
-        Ok(())
-    }
-}
-
-/// `text` (a JSON object as the full report writes it) with its `"gateway"`
-/// key set to `gateway`, the rest of the text left as it is: the key is
-/// written last, replacing one already there.
-fn splice_json(text: &str, gateway: &serde_json::Value) -> anyhow::Result<String> {
-    const KEY: &str = "\n  \"gateway\": ";
-    let value = serde_json::to_string_pretty(gateway)?.replace('\n', "\n  ");
-    let body = text.trim_end();
-    let head = match body.rfind(KEY) {
-        Some(at) => body[..at].trim_end_matches(','),
-        None => body.strip_suffix('}').unwrap_or(body).trim_end(),
-    };
-    let comma = if head.ends_with('{') { "" } else { "," };
-    let spliced = format!("{head}{comma}{KEY}{value}\n}}\n");
-    match serde_json::from_str::<serde_json::Value>(&spliced) {
-        Ok(v) if v.get("gateway") == Some(gateway) => Ok(spliced),
-        // Not a file this harness wrote: rewrite it whole.
-        _ => {
-            let mut v: serde_json::Value =
-                serde_json::from_str(text).unwrap_or_else(|_| serde_json::json!({}));
-            if !v.is_object() {
-                v = serde_json::json!({});
-            }
-            v["gateway"] = gateway.clone();
-            Ok(serde_json::to_string_pretty(&v)? + "\n")
-        }
+        SECTION.splice_into(dir, &render(self, versions), &serde_json::to_value(self)?)
     }
 }
 

@@ -106,6 +106,15 @@ impl Versions {
     pub fn gateway_line(&self) -> String {
         format!("mcpvisor {}; node {}", self.mcpvisor, self.node)
     }
+
+    /// What the curve and soak sections name: mcpvisor's build, the rmcp of
+    /// the echo server, the compiler.
+    pub fn host_line(&self) -> String {
+        format!(
+            "mcpvisor {}; rmcp {}; {}",
+            self.mcpvisor, self.rmcp, self.rustc
+        )
+    }
 }
 
 /// The current time, UTC, to the minute.

@@ -91,6 +91,10 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
         out.push_str(&super::gateway::render(gateway, &v.gateway_line()));
     }
+    if let Some(curve) = &report.curve {
+        out.push('\n');
+        out.push_str(&super::curve::render(curve, &v.host_line()));
+    }
     out
 }
 

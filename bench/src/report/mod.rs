@@ -3,9 +3,13 @@
 //! Written twice from one [`Report`]: `benchmarks.json` (serde) and
 //! `BENCHMARKS.md` ([`markdown`]).
 
+pub mod curve;
 pub mod gateway;
 pub mod machine;
 pub mod markdown;
+pub mod soak;
+pub mod splice;
+pub mod svg;
 pub mod targets;
 
 use std::collections::BTreeMap;
@@ -16,6 +20,7 @@ use serde::Serialize;
 use crate::clients::Client;
 use crate::figures::{Figure, Measurements, Plan};
 use crate::stats::median;
+use curve::CurveReport;
 use gateway::GatewayReport;
 use machine::{Machine, Versions};
 use targets::TargetCheck;
@@ -43,6 +48,8 @@ pub struct Report {
     pub gateway: Option<GatewayReport>,
     /// What the fault shim costs a host with no fault set, if measured.
     pub shim: Option<crate::figures::shim::ShimCost>,
+    /// The cost curve, if measured.
+    pub curve: Option<CurveReport>,
 }
 
 /// One figure against one server, for every client.
@@ -119,6 +126,7 @@ impl Report {
             notes: m.notes().to_vec(),
             gateway,
             shim: None,
+            curve: None,
         }
     }
 
@@ -127,14 +135,31 @@ impl Report {
         find(&self.rows, figure, server)
     }
 
-    /// Writes `BENCHMARKS.md` and `benchmarks.json` into `dir`.
+    /// Writes `BENCHMARKS.md` and `benchmarks.json` into `dir`, with the
+    /// curve's charts. The soak section of the files already there (a soak is
+    /// run alone) is carried over, and so is the curve section when this run
+    /// did not measure the curve.
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
+        let soak = splice::keep(dir, &soak::SECTION);
+        let earlier_curve = match self.curve {
+            Some(_) => None,
+            None => splice::keep(dir, &curve::SECTION),
+        };
         std::fs::write(
             dir.join("benchmarks.json"),
             serde_json::to_string_pretty(self)? + "\n",
         )?;
         std::fs::write(dir.join("BENCHMARKS.md"), markdown::render(self))?;
+        if let Some(curve) = &self.curve {
+            curve.write_charts(dir)?;
+        }
+        if let Some(curve) = earlier_curve {
+            splice::carry_over(dir, &curve::SECTION, &curve)?;
+        }
+        if let Some(soak) = soak {
+            splice::carry_over(dir, &soak::SECTION, &soak)?;
+        }
         Ok(())
     }
 }
