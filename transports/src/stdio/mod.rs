@@ -145,10 +145,8 @@ pub struct StdioOptions {
     /// Host variables every server gets, by name, beyond [`DEFAULT_PASSTHROUGH`].
     pub env_passthrough: Vec<String>,
     /// Linux: each server gets SIGKILL when the host dies, however it dies (on by
-    /// default). It costs a full `fork` per start instead of a `vfork`-style
-    /// spawn (about 0.6 ms of host CPU each, measured with 100-server fleets);
-    /// a host that starts servers by the thousand and has its own way of
-    /// cleaning up after a crash may turn it off.
+    /// default). Such a server is started by a `vfork`-style clone that sets the
+    /// signal before `exec` (see `stdio/launch.rs`); off, by Tokio's `Command`.
     pub die_with_host: bool,
 }
 
