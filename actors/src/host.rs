@@ -119,9 +119,11 @@ impl Host {
     /// Every routed tool, sorted by qualified name.
     pub fn tools(&self) -> Vec<ToolDefinition> {
         let table = self.0.routes.load();
-        let mut tools: Vec<ToolDefinition> = table.iter().map(|r| r.definition.clone()).collect();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        tools
+        table
+            .sorted()
+            .iter()
+            .map(|r| r.definition.clone())
+            .collect()
     }
 
     /// The current route table.

@@ -6,6 +6,7 @@
 //! advertised for neither and reported as a conflict. A server that is down has
 //! no routes.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -64,9 +65,6 @@ pub(crate) struct RegistryArgs {
     /// so nothing a host can call disappears while the servers report again.
     pub(crate) resume: bool,
 }
-
-/// A server's claim on a qualified name.
-type Claim<'a> = (ServerId, &'a ServerRoutes, &'a Arc<Route>);
 
 /// One server's routes, built once per report; every rebuild shares them.
 struct ServerRoutes {
@@ -292,15 +290,14 @@ impl RegistryState {
         if self.unpublished.is_empty() {
             return;
         }
-        let advertised = self.rebuild();
+        self.rebuild();
         let bus = self.args.bus.clone();
         for done in std::mem::take(&mut self.unpublished) {
             // Gone, or replaced by a newer report that is announced itself.
             if self.servers.get(&done.id).map(|s| s.report) != Some(done.report) {
                 continue;
             }
-            let mine: Vec<QualifiedMcpToolName> =
-                advertised.get(&done.id).cloned().unwrap_or_default();
+            let mine = self.advertised(done.id);
             // The supervisor owns the status board: it marks the server ready
             // (if it is still starting) and announces it.
             if let Some(supervisor) = myself.try_get_supervisor() {
@@ -336,31 +333,34 @@ impl RegistryState {
             .collect()
     }
 
-    /// Recomputes every route, stores the snapshot, reports new conflicts, and
-    /// returns the names advertised per server.
-    fn rebuild(&mut self) -> HashMap<ServerId, Vec<QualifiedMcpToolName>> {
-        let mut claims: HashMap<&Arc<str>, Vec<Claim<'_>>> = HashMap::new();
-        for (id, server) in &self.servers {
+    /// Recomputes every route, stores the snapshot and reports new conflicts.
+    /// One pass over the routes, one allocation per conflict rather than per
+    /// name: a fleet's start publishes often, and each publication walks them all.
+    fn rebuild(&mut self) {
+        let total = self.servers.values().map(|s| s.routes.len()).sum();
+        let mut routes: HashMap<Arc<str>, Arc<Route>> = HashMap::with_capacity(total);
+        // Each name claimed more than once, with every claimant's server in order.
+        let mut clashes: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
+        for server in self.servers.values() {
             for (key, route) in &server.routes {
-                claims.entry(key).or_default().push((*id, server, route));
+                match routes.entry(key.clone()) {
+                    Entry::Occupied(first) => clashes
+                        .entry(key.clone())
+                        .or_insert_with(|| vec![first.get().server.clone()])
+                        .push(server.name.clone()),
+                    Entry::Vacant(slot) => {
+                        slot.insert(route.clone());
+                    }
+                }
             }
         }
-        let mut routes = HashMap::with_capacity(claims.len());
-        let mut advertised: HashMap<ServerId, Vec<QualifiedMcpToolName>> = HashMap::new();
         let mut conflicts = BTreeSet::new();
-        for (name, claimants) in claims {
-            if let [(id, _, route)] = claimants[..] {
-                advertised
-                    .entry(id)
-                    .or_default()
-                    .push(route.definition.name.clone());
-                routes.insert(name.clone(), route.clone());
+        for (key, servers) in clashes {
+            let Some(first) = routes.remove(&key) else {
                 continue;
-            }
-            let qualified = claimants[0].2.definition.name.clone();
+            };
+            let qualified = first.definition.name.clone();
             if !self.conflicts.contains(&qualified) {
-                let servers: Vec<Arc<str>> =
-                    claimants.iter().map(|(_, s, _)| s.name.clone()).collect();
                 tracing::warn!(name = %qualified, ?servers, "route conflict: not advertised");
                 self.args.bus.emit(HostEvent::RouteConflict {
                     name: qualified.clone(),
@@ -370,13 +370,25 @@ impl RegistryState {
             conflicts.insert(qualified);
         }
         self.conflicts = conflicts;
-        for names in advertised.values_mut() {
-            names.sort();
-        }
         self.args
             .routes
             .store(RouteTable::new(routes, self.links()));
-        advertised
+    }
+
+    /// The names advertised for server `id` in the table last built, sorted.
+    fn advertised(&self, id: ServerId) -> Vec<QualifiedMcpToolName> {
+        let Some(server) = self.servers.get(&id) else {
+            return Vec::new();
+        };
+        let mut names: Vec<QualifiedMcpToolName> = server
+            .routes
+            .iter()
+            .map(|(_, route)| &route.definition.name)
+            .filter(|name| !self.conflicts.contains(*name))
+            .cloned()
+            .collect();
+        names.sort();
+        names
     }
 }
 

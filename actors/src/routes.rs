@@ -4,7 +4,7 @@
 //! short lock), so looking a route up never waits on a mailbox.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::output_schema::OutputCheck;
@@ -47,6 +47,9 @@ pub struct RouteTable {
     routes: HashMap<Arc<str>, Arc<Route>>,
     /// Every ready server by name, with or without tools (resources, prompts).
     servers: HashMap<Arc<str>, Arc<ServerLink>>,
+    /// The routes by qualified name, sorted once on first use: listing a table
+    /// again (every client's `tools/list`) then costs no sort.
+    sorted: OnceLock<Vec<Arc<Route>>>,
 }
 
 impl RouteTable {
@@ -54,7 +57,11 @@ impl RouteTable {
         routes: HashMap<Arc<str>, Arc<Route>>,
         servers: HashMap<Arc<str>, Arc<ServerLink>>,
     ) -> Self {
-        RouteTable { routes, servers }
+        RouteTable {
+            routes,
+            servers,
+            sorted: OnceLock::new(),
+        }
     }
 
     /// The ready server named `name`.
@@ -75,6 +82,15 @@ impl RouteTable {
     /// Every route, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Route>> {
         self.routes.values()
+    }
+
+    /// Every route, sorted by qualified name.
+    pub fn sorted(&self) -> &[Arc<Route>] {
+        self.sorted.get_or_init(|| {
+            let mut sorted: Vec<Arc<Route>> = self.routes.values().cloned().collect();
+            sorted.sort_unstable_by(|a, b| a.definition.name.cmp(&b.definition.name));
+            sorted
+        })
     }
 
     /// How many routes.

@@ -55,14 +55,17 @@ pub(crate) fn list_page(
         Some(c) if c.len() <= 20 => c.parse::<usize>().map_err(|_| BadCursor)?,
         Some(_) => return Err(BadCursor),
     };
-    let tools = host.tools();
+    // The table's own sorted routes: a page copies its tools alone, so listing
+    // every page stays linear in the tools, not quadratic.
+    let table = host.routes();
+    let tools = table.sorted();
     if start > tools.len() {
         return Err(BadCursor);
     }
     let end = (start + page_size.max(1)).min(tools.len());
     let page: Vec<Value> = tools[start..end]
         .iter()
-        .map(|t| tool_json(t, naming, revision))
+        .map(|r| tool_json(&r.definition, naming, revision))
         .collect();
     let mut result = Map::new();
     result.insert("tools".into(), Value::Array(page));

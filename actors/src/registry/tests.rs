@@ -87,14 +87,15 @@ async fn a_name_two_servers_claim_is_advertised_for_neither() {
     let (mut state, mut events) = state();
     state.report(report(1, "a", &["echo", "one"]).await);
     state.report(report(2, "a", &["echo", "two"]).await);
-    let advertised = state.rebuild();
+    state.rebuild();
     let routes = state.args.routes.load();
     assert!(
         routes.get("mcp__a__echo").is_none(),
         "ambiguous: advertised for neither"
     );
     assert!(routes.get("mcp__a__one").is_some() && routes.get("mcp__a__two").is_some());
-    assert_eq!(advertised[&ServerId(1)].len(), 1);
+    assert_eq!(state.advertised(ServerId(1)).len(), 1);
+    assert_eq!(state.advertised(ServerId(2)).len(), 1);
     let conflicts: Vec<_> = drain(&mut events)
         .into_iter()
         .filter(|e| matches!(e, HostEvent::RouteConflict { .. }))
