@@ -94,6 +94,11 @@ fn main() -> anyhow::Result<()> {
         _ => {}
     }
     let args = Args::parse();
+    // The big fleet holds a few thousand pipes: the harness raises its own limit,
+    // never the library.
+    if let Err(e) = mcpvisor_bench::usage::raise_open_files_limit() {
+        eprintln!("note: the open-files limit was not raised: {e}");
+    }
     let mut plan = if args.quick {
         Plan::quick()
     } else {

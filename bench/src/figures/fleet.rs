@@ -16,35 +16,50 @@ use super::calls::ms;
 use super::{Figure, Measurements, Plan, rotated};
 use crate::clients::{Client, RmcpConnection, mcpvisor as host};
 use crate::servers::ServerTarget;
+use crate::usage::cpu_time;
 
 /// Times `plan.fleet` copies of `target` to all-ready with each client, and
-/// each against that client's spawn-to-ready of one in the same round.
+/// each against that client's spawn-to-ready of one in the same round; then
+/// `plan.big_fleet` copies. Each fleet's host CPU is taken too.
 pub async fn measure(plan: &Plan, target: &ServerTarget, round: usize, m: &mut Measurements) {
-    for client in rotated(&Client::FLEET, round) {
-        let timed = match client {
-            Client::Mcpvisor => mcpvisor(plan.fleet, target).await,
-            Client::Rmcp => rmcp(plan.fleet, target).await,
-            Client::Floor | Client::TokioFloor => floor(plan.fleet).await,
-        };
-        match timed {
-            Ok(fleet_ms) => {
-                eprintln!(
-                    "{:<18} {:<9} {} servers ready in {fleet_ms:.0} ms",
-                    "fleet",
-                    client.name(),
-                    plan.fleet
-                );
-                m.record(Figure::FleetReady, target, client, round, fleet_ms);
-                if let Some(one) = m.value(Figure::SpawnToReady, target.key, client, round) {
-                    m.record(Figure::FleetVsOne, target, client, round, fleet_ms / one);
+    let sizes = [
+        (plan.fleet, Figure::FleetReady, Figure::FleetCpu),
+        (plan.big_fleet, Figure::BigFleetReady, Figure::BigFleetCpu),
+    ];
+    for (n, ready_figure, cpu_figure) in sizes {
+        if n == 0 {
+            continue;
+        }
+        for client in rotated(&Client::FLEET, round) {
+            let cpu = cpu_time();
+            let timed = match client {
+                Client::Mcpvisor => mcpvisor(n, target).await,
+                Client::Rmcp => rmcp(n, target).await,
+                Client::Floor | Client::TokioFloor => floor(n).await,
+            };
+            let cpu_ms = ms(cpu_time().saturating_sub(cpu));
+            match timed {
+                Ok(fleet_ms) => {
+                    eprintln!(
+                        "{:<18} {:<9} {n} servers ready in {fleet_ms:.0} ms, {cpu_ms:.0} ms of host CPU",
+                        "fleet",
+                        client.name(),
+                    );
+                    m.record(ready_figure, target, client, round, fleet_ms);
+                    m.record(cpu_figure, target, client, round, cpu_ms);
+                    if ready_figure != Figure::FleetReady {
+                        continue;
+                    }
+                    if let Some(one) = m.value(Figure::SpawnToReady, target.key, client, round) {
+                        m.record(Figure::FleetVsOne, target, client, round, fleet_ms / one);
+                    }
                 }
+                Err(e) => m.note(format!(
+                    "{n} servers with {} failed in round {}: {e:#}",
+                    client.name(),
+                    round + 1
+                )),
             }
-            Err(e) => m.note(format!(
-                "{} servers with {} failed in round {}: {e:#}",
-                plan.fleet,
-                client.name(),
-                round + 1
-            )),
         }
     }
 }

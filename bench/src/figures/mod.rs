@@ -39,6 +39,8 @@ pub struct Plan {
     pub spawn_samples: usize,
     /// Servers started at once for the fleet and memory figures.
     pub fleet: usize,
+    /// Servers started at once for the big fleet figures (0: not measured).
+    pub big_fleet: usize,
     /// Kill-to-ready samples per round and policy.
     pub restart_samples: usize,
     /// `mcpvisor call` runs per round, attached and one-shot each.
@@ -60,6 +62,7 @@ impl Plan {
             window: Duration::from_secs(5),
             spawn_samples: 5,
             fleet: 100,
+            big_fleet: 1_000,
             restart_samples: 3,
             cli_runs: 30,
         }
@@ -75,6 +78,7 @@ impl Plan {
             spawn_samples: 2,
             restart_samples: 2,
             cli_runs: 10,
+            big_fleet: 200,
             ..Plan::full()
         }
     }
@@ -98,6 +102,12 @@ pub enum Figure {
     FleetReady,
     /// [`Figure::FleetReady`] divided by one server's spawn-to-ready.
     FleetVsOne,
+    /// Host CPU time (user + system) spent starting the fleet and shutting it down.
+    FleetCpu,
+    /// `big_fleet` stdio servers started at once until all are ready.
+    BigFleetReady,
+    /// Host CPU time spent starting the big fleet and shutting it down.
+    BigFleetCpu,
     /// Resident memory added per idle connection.
     MemoryPerConnection,
     /// SIGKILL of the server until it is ready again, default restart policy.
@@ -108,7 +118,7 @@ pub enum Figure {
 
 impl Figure {
     /// Every figure, in report order.
-    pub const ALL: [Figure; 10] = [
+    pub const ALL: [Figure; 13] = [
         Figure::P50,
         Figure::P99,
         Figure::Throughput,
@@ -116,6 +126,9 @@ impl Figure {
         Figure::SpawnToReady,
         Figure::FleetReady,
         Figure::FleetVsOne,
+        Figure::FleetCpu,
+        Figure::BigFleetReady,
+        Figure::BigFleetCpu,
         Figure::MemoryPerConnection,
         Figure::RestartDefault,
         Figure::RestartNoBackoff,
@@ -131,6 +144,9 @@ impl Figure {
             Figure::SpawnToReady => "spawn (or connect) to ready",
             Figure::FleetReady => "100 servers to all-ready",
             Figure::FleetVsOne => "100 servers vs one",
+            Figure::FleetCpu => "host CPU to start and stop 100 servers",
+            Figure::BigFleetReady => "1,000 servers to all-ready",
+            Figure::BigFleetCpu => "host CPU to start and stop 1,000 servers",
             Figure::MemoryPerConnection => "host memory per idle connection",
             Figure::RestartDefault => "kill to ready again (default backoff 200 ms ±20 %)",
             Figure::RestartNoBackoff => "kill to ready again (no backoff)",
@@ -144,6 +160,9 @@ impl Figure {
             Figure::Throughput => "calls/s",
             Figure::SpawnToReady
             | Figure::FleetReady
+            | Figure::FleetCpu
+            | Figure::BigFleetReady
+            | Figure::BigFleetCpu
             | Figure::RestartDefault
             | Figure::RestartNoBackoff => "ms",
             Figure::FleetVsOne => "×",

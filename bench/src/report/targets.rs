@@ -58,101 +58,131 @@ fn per_tokio_floor(r: &Row) -> Option<f64> {
     r.mcpvisor_per_tokio_floor
 }
 
-fn mcpvisor(r: &Row) -> Option<f64> {
-    r.mcpvisor.as_ref().map(|c| c.median)
-}
-
-const SPECS: [Spec; 10] = [
+const SPECS: [Spec; 12] = [
     Spec {
-        target: "stdio, rmcp echo server: mcpvisor p50 ≤ rmcp p50",
-        quantity: "p50 mcpvisor/rmcp (×)",
-        figure: Figure::P50,
+        target: "stdio, rmcp echo server: host memory per idle connection ≤ 0.8 × rmcp's",
+        quantity: "memory mcpvisor/rmcp (×)",
+        figure: Figure::MemoryPerConnection,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 0.8,
+    },
+    Spec {
+        target: "Streamable HTTP, server-everything: connect to ready ≤ 1.0 × rmcp",
+        quantity: "connect-to-ready mcpvisor/rmcp (×)",
+        figure: Figure::SpawnToReady,
+        server: "everything-http",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 1.0,
+    },
+    Spec {
+        target: "Streamable HTTP, Python SDK: connect to ready ≤ 1.0 × rmcp",
+        quantity: "connect-to-ready mcpvisor/rmcp (×)",
+        figure: Figure::SpawnToReady,
+        server: "python-http-json",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 1.0,
+    },
+    Spec {
+        target: "100 stdio servers to all-ready ≤ 1.0 × rmcp spawning them in parallel",
+        quantity: "all-ready mcpvisor/rmcp (×)",
+        figure: Figure::FleetReady,
         server: "rmcp-echo",
         value: per_rmcp,
         bound: Bound::AtMost,
         limit: 1.0,
     },
     Spec {
-        target: "stdio, rmcp echo server: mcpvisor p50 ≤ 1.25 × the raw floor (blocking pipe)",
-        quantity: "p50 mcpvisor/floor (×)",
-        figure: Figure::P50,
-        server: "rmcp-echo",
-        value: per_floor,
-        bound: Bound::AtMost,
-        limit: 1.25,
-    },
-    Spec {
-        target: "stdio, rmcp echo server: mcpvisor p50 ≤ 1.25 × the raw floor (Tokio pipe)",
-        quantity: "p50 mcpvisor/tokio floor (×)",
-        figure: Figure::P50,
-        server: "rmcp-echo",
-        value: per_tokio_floor,
-        bound: Bound::AtMost,
-        limit: 1.25,
-    },
-    Spec {
-        target: "stdio, rmcp echo server: 64-in-flight throughput ≥ 1.3 × rmcp",
-        quantity: "throughput mcpvisor/rmcp (×)",
-        figure: Figure::Throughput,
-        server: "rmcp-echo",
-        value: per_rmcp,
-        bound: Bound::AtLeast,
-        limit: 1.3,
-    },
-    Spec {
-        target: "HTTP, server-everything: throughput ≥ 1.5 × rmcp with its default client",
-        quantity: "throughput mcpvisor/rmcp (×)",
-        figure: Figure::Throughput,
-        server: "everything-http",
-        value: per_rmcp,
-        bound: Bound::AtLeast,
-        limit: 1.5,
-    },
-    Spec {
-        target: "HTTP, Python JSON: throughput ≥ 1.5 × rmcp with its default client",
-        quantity: "throughput mcpvisor/rmcp (×)",
-        figure: Figure::Throughput,
-        server: "python-http-json",
-        value: per_rmcp,
-        bound: Bound::AtLeast,
-        limit: 1.5,
-    },
-    Spec {
-        target: "HTTP, server-everything: p50 within 1.1 × a kept-alive connection's floor",
-        quantity: "p50 mcpvisor/floor (×)",
-        figure: Figure::P50,
-        server: "everything-http",
-        value: per_floor,
-        bound: Bound::AtMost,
-        limit: 1.1,
-    },
-    Spec {
-        target: "HTTP, Python JSON: p50 within 1.1 × a kept-alive connection's floor",
-        quantity: "p50 mcpvisor/floor (×)",
-        figure: Figure::P50,
-        server: "python-http-json",
-        value: per_floor,
-        bound: Bound::AtMost,
-        limit: 1.1,
-    },
-    Spec {
-        target: "100 rmcp echo servers to all-ready ≤ 1.2 × rmcp spawning and initializing them in parallel",
+        target: "1,000 stdio servers to all-ready ≤ 1.1 × rmcp",
         quantity: "all-ready mcpvisor/rmcp (×)",
-        figure: Figure::FleetReady,
+        figure: Figure::BigFleetReady,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 1.1,
+    },
+    Spec {
+        target: "host CPU to start 100 servers ≤ 1.2 × rmcp's",
+        quantity: "CPU mcpvisor/rmcp (×)",
+        figure: Figure::FleetCpu,
         server: "rmcp-echo",
         value: per_rmcp,
         bound: Bound::AtMost,
         limit: 1.2,
     },
     Spec {
-        target: "≤ 64 KiB host memory per idle connection",
-        quantity: "mcpvisor KiB per connection",
-        figure: Figure::MemoryPerConnection,
+        target: "host CPU to start 1,000 servers ≤ 1.2 × rmcp's",
+        quantity: "CPU mcpvisor/rmcp (×)",
+        figure: Figure::BigFleetCpu,
         server: "rmcp-echo",
-        value: mcpvisor,
+        value: per_rmcp,
         bound: Bound::AtMost,
-        limit: 64.0,
+        limit: 1.2,
     },
+    Spec {
+        target: "stdio, rmcp echo server: call p50 ≤ 1.15 × the Tokio pipe floor",
+        quantity: "p50 mcpvisor/tokio floor (×)",
+        figure: Figure::P50,
+        server: "rmcp-echo",
+        value: per_tokio_floor,
+        bound: Bound::AtMost,
+        limit: 1.15,
+    },
+    Spec {
+        target: "stdio, rmcp echo server: call p50 ≤ 0.85 × rmcp",
+        quantity: "p50 mcpvisor/rmcp (×)",
+        figure: Figure::P50,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtMost,
+        limit: 0.85,
+    },
+    Spec {
+        target: "stdio, rmcp echo server: 64-in-flight throughput ≥ 1.5 × rmcp",
+        quantity: "throughput mcpvisor/rmcp (×)",
+        figure: Figure::Throughput,
+        server: "rmcp-echo",
+        value: per_rmcp,
+        bound: Bound::AtLeast,
+        limit: 1.5,
+    },
+    Spec {
+        target: "HTTP, server-everything: p50 ≤ 1.1 × a kept-alive connection's floor",
+        quantity: "p50 mcpvisor/floor (×)",
+        figure: Figure::P50,
+        server: "everything-http",
+        value: per_floor,
+        bound: Bound::AtMost,
+        limit: 1.1,
+    },
+    Spec {
+        target: "HTTP, Python JSON: p50 ≤ 1.1 × a kept-alive connection's floor",
+        quantity: "p50 mcpvisor/floor (×)",
+        figure: Figure::P50,
+        server: "python-http-json",
+        value: per_floor,
+        bound: Bound::AtMost,
+        limit: 1.1,
+    },
+];
+
+/// Targets of the issue this harness does not measure yet: listed, never met.
+const UNMEASURED: [(&str, &str, Bound, f64); 2] = [
+    (
+        "Streamable HTTP: ≤ 64 KiB host memory per idle connection with its GET stream",
+        "KiB per connection",
+        Bound::AtMost,
+        64.0,
+    ),
+    (
+        "HTTP client ceiling, against a server that is not the bottleneck: 64-in-flight throughput ≥ 1.5 × rmcp's default client",
+        "throughput mcpvisor/rmcp (×)",
+        Bound::AtLeast,
+        1.5,
+    ),
 ];
 
 /// Checks every target against `rows`.
@@ -163,6 +193,11 @@ pub fn check(rows: &[Row]) -> Vec<TargetCheck> {
             let measured = find(rows, spec.figure, spec.server).and_then(spec.value);
             checked(spec.target, spec.quantity, measured, spec.bound, spec.limit)
         })
+        .chain(
+            UNMEASURED.iter().map(|&(target, quantity, bound, limit)| {
+                checked(target, quantity, None, bound, limit)
+            }),
+        )
         .collect()
 }
 
