@@ -12,12 +12,12 @@ mod launch;
 mod process;
 mod reader;
 mod spawner;
+mod start;
 mod stderr;
 mod writer;
 
 use std::fmt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +26,6 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
 use tokio::net::unix::pipe;
-use tokio::process::Command;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -36,6 +35,7 @@ use crate::secret::SecretString;
 pub use env::{DEFAULT_PASSTHROUGH, child_environment, child_environment_names};
 use process::ServerProcess;
 use reader::StdoutReader;
+use start::{launch_with_parent_death, spawn_plain};
 use stderr::{StderrTail, pump_stderr};
 pub use writer::StdioWriter;
 
@@ -218,7 +218,7 @@ impl StdioTransport {
                 spawner::on_spawner_thread(runtime, move || launch_with_parent_death(&spec, &env))
                     .map_err(spawn_err)?
             } else {
-                spawn_plain(spec, env).map_err(spawn_err)?
+                spawn_plain(spec, env, false).map_err(spawn_err)?
             };
         let stdin = pipe::Sender::from_owned_fd(stdin).map_err(spawn_err)?;
         let stdout = pipe::Receiver::from_owned_fd(stdout).map_err(spawn_err)?;
@@ -349,76 +349,4 @@ impl Drop for StdioTransport {
             let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
         }
     }
-}
-
-/// The three host-side pipe ends of a started server: stdin, stdout, stderr.
-type Pipes = [std::os::fd::OwnedFd; 3];
-
-/// Linux: the server with SIGKILL as its parent-death signal, started without
-/// a full fork (see [`launch`]). Runs on a spawner thread.
-#[cfg(target_os = "linux")]
-fn launch_with_parent_death(
-    spec: &StdioSpec,
-    env: &[(String, std::ffi::OsString)],
-) -> std::io::Result<(ServerProcess, u32, Pipes)> {
-    let launched = launch::launch(&launch::Launch {
-        command: &spec.command,
-        args: &spec.args,
-        env,
-        cwd: spec.cwd.as_deref(),
-    })?;
-    let pid = launched.pid;
-    let process = process::Launched::watch(pid).inspect_err(|_| {
-        // Unwatched, it could be neither waited for nor reaped: end it here.
-        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
-    })?;
-    Ok((
-        ServerProcess::Launched(process),
-        pid as u32,
-        [launched.stdin, launched.stdout, launched.stderr],
-    ))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn launch_with_parent_death(
-    spec: &StdioSpec,
-    env: &[(String, std::ffi::OsString)],
-) -> std::io::Result<(ServerProcess, u32, Pipes)> {
-    spawn_plain(spec, env.to_vec())
-}
-
-/// The server started by Tokio's `Command` (a `vfork`-style spawn, no
-/// parent-death signal).
-fn spawn_plain(
-    spec: &StdioSpec,
-    env: Vec<(String, std::ffi::OsString)>,
-) -> std::io::Result<(ServerProcess, u32, Pipes)> {
-    let mut cmd = Command::new(&spec.command);
-    cmd.args(&spec.args)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(dir) = &spec.cwd {
-        cmd.current_dir(dir);
-    }
-    let mut child = cmd.spawn()?;
-    let pid = child
-        .id()
-        .ok_or_else(|| std::io::Error::other("process exited at once"))?;
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(std::io::Error::other("stdio pipes missing"));
-    };
-    let pipes = [
-        stdin.into_owned_fd()?,
-        stdout.into_owned_fd()?,
-        stderr.into_owned_fd()?,
-    ];
-    Ok((ServerProcess::Spawned(child), pid, pipes))
 }

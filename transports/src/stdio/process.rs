@@ -35,7 +35,7 @@ impl ServerProcess {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::Launched;
+pub(crate) use linux::{Launched, pidfd_available};
 
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
@@ -46,6 +46,22 @@ mod linux {
     use tokio::io::unix::AsyncFd;
 
     use super::*;
+
+    /// Whether this kernel (and sandbox: seccomp filters, emulators) gives
+    /// pidfds; asked once per process.
+    pub(crate) fn pidfd_available() -> bool {
+        static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVAILABLE.get_or_init(|| {
+            // SAFETY: pidfd_open on this very process; the fd is closed at once.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+            if fd < 0 {
+                return false;
+            }
+            // SAFETY: just opened, owned by nobody else.
+            drop(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+            true
+        })
+    }
 
     /// A child started by [`crate::stdio::launch`]: its pid, and a pidfd that
     /// becomes readable when it exits (no SIGCHLD handling needed).

@@ -162,3 +162,19 @@ fn a_nul_byte_is_refused_before_anything_starts() {
         .expect("started");
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn the_child_is_killed_when_the_thread_that_started_it_ends() {
+    // The parent-death signal follows the thread that cloned the child: a
+    // thread that ends stands in for a host that dies.
+    let pid = std::thread::spawn(|| start("sleep", &["30"], &env(&[]), None).unwrap().pid)
+        .join()
+        .unwrap();
+    let mut raw = 0;
+    // SAFETY: waitpid on the test's own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut raw, 0) }, pid);
+    assert!(
+        libc::WIFSIGNALED(raw) && libc::WTERMSIG(raw) == libc::SIGKILL,
+        "the child outlived its parent thread: {raw}"
+    );
+}
