@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::{FrameDecoder, FrameError, Message};
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
 use super::process::ServerProcess;
@@ -27,44 +27,53 @@ pub(crate) struct StdoutReader<S> {
 }
 
 impl<S: TransportSink> StdoutReader<S> {
-    pub(crate) async fn run(mut self, mut stdout: impl AsyncRead + Unpin) {
+    pub(crate) async fn run(mut self, stdout: pipe::Receiver) {
         let mut decoder = FrameDecoder::new(self.frame_limit);
-        // Not zeroed: the kernel writes into it, so only the pages a read has
-        // reached are resident; an idle connection whose messages are small holds
-        // one page, not the whole buffer. Big enough that a 1 MiB frame takes 64 reads.
-        let mut buf: Vec<u8> = Vec::with_capacity(READ_BUFFER);
         let mut parsed = Vec::new();
-        loop {
-            buf.clear();
-            let n = match stdout.read_buf(&mut buf).await {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) => {
+        'output: loop {
+            if let Err(e) = stdout.readable().await {
+                self.sink
+                    .deliver(TransportEvent::Closed(TransportError::Read(Arc::new(e))))
+                    .await;
+                return;
+            }
+            // An idle connection holds no read buffer: one is taken when output
+            // is ready and given back once a read would wait. Big enough that a
+            // 1 MiB frame takes 64 reads; not zeroed, the kernel writes into it.
+            let mut buf: Vec<u8> = Vec::with_capacity(READ_BUFFER);
+            loop {
+                buf.clear();
+                let n = match stdout.try_read_buf(&mut buf) {
+                    Ok(0) => break 'output,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        self.sink
+                            .deliver(TransportEvent::Closed(TransportError::Read(Arc::new(e))))
+                            .await;
+                        return;
+                    }
+                };
+                let pushed = decoder.push(&buf[..n], |frame| {
+                    parsed.push(match Message::parse(frame) {
+                        Ok(incoming) => TransportEvent::Message(incoming),
+                        Err(e) => TransportEvent::unparsed(frame, e),
+                    })
+                });
+                for event in parsed.drain(..) {
+                    if !self.sink.deliver(event).await {
+                        return;
+                    }
+                }
+                if let Err(FrameError::TooLarge { limit }) = pushed {
+                    // The connection is no longer trustworthy: the owner tears it down.
                     self.sink
-                        .deliver(TransportEvent::Closed(TransportError::Read(Arc::new(e))))
+                        .deliver(TransportEvent::Closed(TransportError::FrameTooLarge {
+                            limit,
+                        }))
                         .await;
                     return;
                 }
-            };
-            let pushed = decoder.push(&buf[..n], |frame| {
-                parsed.push(match Message::parse(frame) {
-                    Ok(incoming) => TransportEvent::Message(incoming),
-                    Err(e) => TransportEvent::unparsed(frame, e),
-                })
-            });
-            for event in parsed.drain(..) {
-                if !self.sink.deliver(event).await {
-                    return;
-                }
-            }
-            if let Err(FrameError::TooLarge { limit }) = pushed {
-                // The connection is no longer trustworthy: the owner tears it down.
-                self.sink
-                    .deliver(TransportEvent::Closed(TransportError::FrameTooLarge {
-                        limit,
-                    }))
-                    .await;
-                return;
             }
         }
         if let Err(e) = decoder.finish() {

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::pipe;
 
 /// Longest stderr line kept or logged; the rest of a longer line is dropped.
 pub(crate) const MAX_LINE: usize = 4096;
@@ -58,13 +58,11 @@ impl StderrTail {
 
 /// Reads `stderr` to its end, line by line, never holding more than [`MAX_LINE`] bytes of a line.
 pub(crate) async fn pump_stderr(
-    mut stderr: impl AsyncRead + Unpin,
+    stderr: pipe::Receiver,
     server: Arc<str>,
     tail: Arc<Mutex<StderrTail>>,
 ) {
-    // Not zeroed, so an idle server's buffer holds only the pages its lines reached.
-    let mut buf: Vec<u8> = Vec::with_capacity(8192);
-    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut line: Vec<u8> = Vec::new();
     let mut truncated = false;
     let emit = |line: &mut Vec<u8>, truncated: &mut bool| {
         let mut text = String::from_utf8_lossy(line)
@@ -78,24 +76,33 @@ pub(crate) async fn pump_stderr(
         line.clear();
         *truncated = false;
     };
-    loop {
-        buf.clear();
-        let n = match stderr.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        for part in buf[..n].split_inclusive(|&b| b == b'\n') {
-            let (body, complete) = match part.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (part, false),
+    'output: loop {
+        if stderr.readable().await.is_err() {
+            break;
+        }
+        // Like stdout: a quiet server's connection holds no read buffer.
+        let mut buf: Vec<u8> = Vec::with_capacity(8192);
+        loop {
+            buf.clear();
+            let n = match stderr.try_read_buf(&mut buf) {
+                Ok(0) => break 'output,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => break 'output,
             };
-            let room = MAX_LINE.saturating_sub(line.len());
-            if body.len() > room {
-                truncated = true;
-            }
-            line.extend_from_slice(&body[..body.len().min(room)]);
-            if complete {
-                emit(&mut line, &mut truncated);
+            for part in buf[..n].split_inclusive(|&b| b == b'\n') {
+                let (body, complete) = match part.strip_suffix(b"\n") {
+                    Some(body) => (body, true),
+                    None => (part, false),
+                };
+                let room = MAX_LINE.saturating_sub(line.len());
+                if body.len() > room {
+                    truncated = true;
+                }
+                line.extend_from_slice(&body[..body.len().min(room)]);
+                if complete {
+                    emit(&mut line, &mut truncated);
+                }
             }
         }
     }
@@ -117,7 +124,14 @@ mod tests {
         input.extend(std::iter::repeat_n(b'y', MAX_LINE * 3));
         input.extend_from_slice(b"\nlast");
         let tail = Arc::new(Mutex::new(StderrTail::new(3)));
-        pump_stderr(&input[..], Arc::from("s"), tail.clone()).await;
+        let (mut tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+        let writer = tokio::spawn(async move {
+            tokio::io::AsyncWriteExt::write_all(&mut tx, &input)
+                .await
+                .unwrap();
+        });
+        pump_stderr(rx, Arc::from("s"), tail.clone()).await;
+        writer.await.unwrap();
         let t = tail.lock();
         assert_eq!(t.lines.len(), 3);
         assert_eq!(t.lines[0], "line 99");
