@@ -109,7 +109,10 @@ impl Actor for TransportActor {
         transport: &mut Transport,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TransportMsg::Send(out) => transport.send(out).await,
+            // Boxed: an HTTP send is a few KiB of future, and ractor keeps room
+            // for the largest handler in every actor's loop for its whole life,
+            // idle or not. One allocation per send costs less than that per connection.
+            TransportMsg::Send(out) => Box::pin(transport.send(out)).await,
             TransportMsg::Abandon(id) => {
                 if let Transport::Http(t) = transport {
                     t.abandon(&id);
@@ -126,7 +129,7 @@ impl Actor for TransportActor {
                 }
             }
             TransportMsg::Fault(fault, reply) => {
-                let result = transport.fault(fault).await;
+                let result = Box::pin(transport.fault(fault)).await;
                 if let Some(reply) = reply {
                     let _ = reply.send(result);
                 }
