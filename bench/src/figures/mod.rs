@@ -300,6 +300,13 @@ fn targets(setup: &Setup, m: &mut Measurements) -> (Vec<ServerTarget>, Vec<HttpS
     let exe: &Path = &setup.exe;
     let mut targets = vec![ServerTarget::rmcp_echo(exe), ServerTarget::demo(exe)];
     let mut servers = Vec::new();
+    match HttpServer::rmcp(exe, false) {
+        Ok(server) => {
+            targets.push(ServerTarget::rmcp_http(server.url.clone()));
+            servers.push(server);
+        }
+        Err(e) => m.note(format!("the rmcp HTTP server did not start: {e:#}")),
+    }
     if setup.peers.has_everything() {
         targets.push(ServerTarget::everything_stdio(&setup.peers));
         match HttpServer::everything(&setup.peers) {
