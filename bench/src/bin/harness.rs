@@ -9,7 +9,7 @@
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the same over Streamable HTTP (`harness rmcp-http-server [--sessions]`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
-//! (`harness probe-memory CLIENT N`) and the curve's probe
+//! (`harness probe-memory CLIENT N [URL]`) and the curve's probe
 //! (`harness probe-curve fleet|tools N CALLS CHANGES`), so one build has every part it runs;
 //! `harness profile-calls CLIENT N` makes only sequential calls, and
 //! `harness profile-fleet CLIENT N REPEATS` only starts fleets, and
@@ -58,8 +58,8 @@ struct Args {
     #[arg(long, global = true)]
     mcpvisor: Option<PathBuf>,
     /// Measure only servers whose key contains this (rmcp-echo, demo, rmcp-http,
-    /// everything-stdio, everything-http, python-http-json, gateway, curve); the
-    /// report then holds only those.
+    /// rmcp-http-sessions, everything-stdio, everything-http, python-http-json, gateway,
+    /// curve); the report then holds only those.
     #[arg(long)]
     only: Option<String>,
     #[command(subcommand)]
@@ -201,14 +201,16 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `probe-memory CLIENT N`: prints one JSON line of resident memory.
+/// `probe-memory CLIENT N [URL]`: prints one JSON line of resident memory.
 fn probe(args: &[String]) -> anyhow::Result<()> {
-    let [client, n] = args else {
-        anyhow::bail!("usage: harness probe-memory CLIENT N");
+    let (client, n, url) = match args {
+        [client, n] => (client, n, None),
+        [client, n, url] => (client, n, Some(url.as_str())),
+        _ => anyhow::bail!("usage: harness probe-memory CLIENT N [URL]"),
     };
     let n: usize = n.parse()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let result = runtime.block_on(memory::probe(client, n))?;
+    let result = runtime.block_on(memory::probe(client, n, url))?;
     println!("{}", serde_json::to_string(&result)?);
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())

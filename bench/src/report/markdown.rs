@@ -213,6 +213,11 @@ the start until the fleet is shut down again; the servers' own CPU is not includ
 - **Host memory per idle connection**: in a fresh process per sample, one connection is opened \
 and closed, then RSS (`VmRSS`) is read before and one second after opening 100 idle connections \
 to the rmcp echo server; the difference divided by 100.
+- **Host memory per idle HTTP connection with its GET stream**: the same probe, with 100 \
+Streamable HTTP connections (100 server specs for mcpvisor, 100 rmcp clients) to one rmcp echo \
+server over HTTP that keeps sessions and serves each session's GET stream. The server counts \
+the GET streams it holds open; RSS is read only once it counts 100 more than before. The floor \
+holds no GET stream, so it has no figure here.
 - **The rmcp echo server over HTTP** (calls figures): the same echo tool served by rmcp's \
 `StreamableHttpService` from a process of its own on a multi-thread runtime, stateless \
 (`legacy_session_mode` off) and answering JSON (`json_response`): the cheapest rmcp server per \

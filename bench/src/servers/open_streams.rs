@@ -90,14 +90,42 @@ pub async fn wait_for_streams(
     n: usize,
     within: Duration,
 ) -> anyhow::Result<()> {
+    match wait_until(client, mcp_url, within, |open| open >= n).await? {
+        Ok(_) => Ok(()),
+        Err(open) => bail!("{open} GET streams open after {within:?}, expected {n}"),
+    }
+}
+
+/// Waits (at most `within`) until the server at `mcp_url` holds no GET stream
+/// open, as when the connections of an earlier probe have all gone, and
+/// returns how many it still holds.
+pub async fn settle_streams(
+    client: &reqwest::Client,
+    mcp_url: &str,
+    within: Duration,
+) -> anyhow::Result<usize> {
+    Ok(
+        match wait_until(client, mcp_url, within, |open| open == 0).await? {
+            Ok(open) | Err(open) => open,
+        },
+    )
+}
+
+/// Polls the count until `done` holds (`Ok`) or `within` has passed (`Err`), with the last count.
+async fn wait_until(
+    client: &reqwest::Client,
+    mcp_url: &str,
+    within: Duration,
+    done: impl Fn(usize) -> bool,
+) -> anyhow::Result<Result<usize, usize>> {
     let deadline = Instant::now() + within;
     loop {
         let open = open_streams(client, mcp_url).await?;
-        if open >= n {
-            return Ok(());
+        if done(open) {
+            return Ok(Ok(open));
         }
         if Instant::now() > deadline {
-            bail!("{open} GET streams open after {within:?}, expected {n}");
+            return Ok(Err(open));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
