@@ -7,8 +7,9 @@
 //! `harness curve` does the same for the cost curve (and its SVG charts), and
 //! `harness soak --minutes M` for a soak of M minutes, which only it runs.
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
+//! the same over Streamable HTTP (`harness rmcp-http-server [--sessions]`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
-//! (`harness probe-memory CLIENT N`) and the curve's probe
+//! (`harness probe-memory CLIENT N [URL]`) and the curve's probe
 //! (`harness probe-curve fleet|tools N CALLS CHANGES`), so one build has every part it runs;
 //! `harness profile-calls CLIENT N` makes only sequential calls, and
 //! `harness profile-fleet CLIENT N REPEATS` only starts fleets, and
@@ -26,6 +27,7 @@ use mcpvisor_bench::report::curve::CurveReport;
 use mcpvisor_bench::report::gateway::GatewayReport;
 use mcpvisor_bench::report::machine::{Machine, Versions};
 use mcpvisor_bench::report::soak::SoakReport;
+use mcpvisor_bench::servers::rmcp_http::{self, RMCP_HTTP_ARG};
 use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
 use mcpvisor_bench::soak::{self, SoakPlan};
 
@@ -55,8 +57,9 @@ struct Args {
     /// build it with `cargo build --release -p mcpvisor-cli`).
     #[arg(long, global = true)]
     mcpvisor: Option<PathBuf>,
-    /// Measure only servers whose key contains this (rmcp-echo, demo, everything-stdio,
-    /// everything-http, python-http-json, gateway, curve); the report then holds only those.
+    /// Measure only servers whose key contains this (rmcp-echo, demo, rmcp-http,
+    /// rmcp-http-sessions, everything-stdio, everything-http, python-http-json, gateway,
+    /// curve); the report then holds only those.
     #[arg(long)]
     only: Option<String>,
     #[command(subcommand)]
@@ -86,6 +89,7 @@ fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
         Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(&argv[2..]),
+        Some(RMCP_HTTP_ARG) => rmcp_http::serve(&argv[2..]),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
         Some(curve::PROBE_ARG) => return probe_curve(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),
@@ -197,14 +201,16 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `probe-memory CLIENT N`: prints one JSON line of resident memory.
+/// `probe-memory CLIENT N [URL]`: prints one JSON line of resident memory.
 fn probe(args: &[String]) -> anyhow::Result<()> {
-    let [client, n] = args else {
-        anyhow::bail!("usage: harness probe-memory CLIENT N");
+    let (client, n, url) = match args {
+        [client, n] => (client, n, None),
+        [client, n, url] => (client, n, Some(url.as_str())),
+        _ => anyhow::bail!("usage: harness probe-memory CLIENT N [URL]"),
     };
     let n: usize = n.parse()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let result = runtime.block_on(memory::probe(client, n))?;
+    let result = runtime.block_on(memory::probe(client, n, url))?;
     println!("{}", serde_json::to_string(&result)?);
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())

@@ -1,10 +1,16 @@
 //! Host memory per idle connection, each client measured in a fresh process.
 //!
-//! The harness starts itself as a probe (`harness probe-memory CLIENT N`):
-//! the probe opens and closes one connection so code and one-time state are
-//! resident, reads its RSS, opens N idle connections to the rmcp echo server,
-//! waits, reads its RSS again and prints both. A fresh process per sample
-//! keeps the allocator's leftovers of earlier figures out of the delta.
+//! The harness starts itself as a probe (`harness probe-memory CLIENT N
+//! [URL]`): the probe opens and closes one connection so code and one-time
+//! state are resident, reads its RSS, opens N idle connections, waits, reads
+//! its RSS again and prints both. A fresh process per sample keeps the
+//! allocator's leftovers of earlier figures out of the delta.
+//!
+//! Without a URL the connections go to the rmcp echo server on stdio (one
+//! process each). With the URL of the rmcp echo server over HTTP with sessions
+//! ([`ServerTarget::rmcp_http_sessions`]) they are N Streamable HTTP
+//! connections to that one server, each with its GET stream: the probe reads
+//! its RSS only once the server counts N more GET streams open.
 
 use std::time::Duration;
 
@@ -14,8 +20,19 @@ use serde::{Deserialize, Serialize};
 
 use super::{Figure, Measurements, Plan, rotated};
 use crate::clients::{Client, Connection, PipeFloor, RmcpConnection, mcpvisor as host};
-use crate::servers::ServerTarget;
+use crate::servers::open_streams::{settle_streams, wait_for_streams};
+use crate::servers::{Endpoint, ServerTarget};
 use crate::usage::{Resident, resident};
+
+/// The clients whose idle HTTP connections are measured: the floor holds no
+/// GET stream, so it has no comparable figure.
+const HTTP_CLIENTS: [Client; 2] = [Client::Mcpvisor, Client::Rmcp];
+
+/// How long the GET streams of all connections may take to open.
+const STREAMS_WITHIN: Duration = Duration::from_secs(30);
+
+/// How long the streams of earlier connections may take to close.
+const SETTLE_WITHIN: Duration = Duration::from_secs(5);
 
 /// The argument that makes the harness a memory probe.
 pub const PROBE_ARG: &str = "probe-memory";
@@ -42,7 +59,8 @@ impl ProbeResult {
     }
 }
 
-/// Runs one probe per client, in an order rotated by `round`.
+/// Runs one probe per client, in an order rotated by `round`, against the
+/// rmcp echo server on stdio or, if `target` is HTTP, against `target`.
 pub async fn measure(
     plan: &Plan,
     exe: &std::path::Path,
@@ -50,18 +68,22 @@ pub async fn measure(
     round: usize,
     m: &mut Measurements,
 ) {
-    for client in rotated(&Client::FLEET, round) {
-        match run_probe(exe, client, plan.fleet).await {
+    let (clients, figure, url): (&[Client], _, _) = match &target.endpoint {
+        Endpoint::Http { url } => (&HTTP_CLIENTS, Figure::MemoryPerHttpConnection, Some(url)),
+        Endpoint::Stdio { .. } => (&Client::FLEET, Figure::MemoryPerConnection, None),
+    };
+    for client in rotated(clients, round) {
+        match run_probe(exe, client, plan.fleet, url.map(String::as_str)).await {
             Ok(probe) => {
                 let per = probe.per_connection_kib();
                 eprintln!(
                     "{:<18} {:<9} {per:.1} KiB per idle connection (RSS {} → {} KiB)",
-                    "memory",
+                    format!("memory {}", target.key),
                     client.name(),
                     probe.before_kib,
                     probe.after_kib
                 );
-                m.record(Figure::MemoryPerConnection, target, client, round, per);
+                m.record(figure, target, client, round, per);
             }
             Err(e) => m.note(format!(
                 "memory probe of {} failed in round {}: {e:#}",
@@ -72,9 +94,15 @@ pub async fn measure(
     }
 }
 
-async fn run_probe(exe: &std::path::Path, client: Client, n: usize) -> anyhow::Result<ProbeResult> {
+async fn run_probe(
+    exe: &std::path::Path,
+    client: Client,
+    n: usize,
+    url: Option<&str>,
+) -> anyhow::Result<ProbeResult> {
     let output = tokio::process::Command::new(exe)
         .args([PROBE_ARG, client.name(), &n.to_string()])
+        .args(url)
         .stdin(std::process::Stdio::null())
         .output()
         .await?;
@@ -90,22 +118,43 @@ async fn run_probe(exe: &std::path::Path, client: Client, n: usize) -> anyhow::R
 }
 
 /// The probe's side: opens `n` idle connections of `client` to the rmcp echo
-/// server (this binary) and returns the resident memory before and after.
-pub async fn probe(client: &str, n: usize) -> anyhow::Result<ProbeResult> {
+/// server (this binary on stdio, or the HTTP server at `url`) and returns the
+/// resident memory before and after.
+pub async fn probe(client: &str, n: usize, url: Option<&str>) -> anyhow::Result<ProbeResult> {
     let exe = std::env::current_exe()?;
-    let target = ServerTarget::rmcp_echo(&exe);
+    let target = match url {
+        Some(url) => ServerTarget::rmcp_http_sessions(url.to_string()),
+        None => ServerTarget::rmcp_echo(&exe),
+    };
     let client = Client::parse(client)?;
+    // The stream count is read on a client of its own, connected before the
+    // first RSS reading so its cost is not counted as the connections'.
+    let counter = reqwest::Client::new();
     Connection::open(client, &target).await?.close().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // The warm-up connection's stream may close a little after it: counting
+    // it in the baseline would leave the wait one stream short.
+    let streams_before = match url {
+        Some(url) => settle_streams(&counter, url, SETTLE_WITHIN).await?,
+        None => 0,
+    };
     let before = resident();
+    let streams_open = async {
+        match url {
+            Some(url) => wait_for_streams(&counter, url, streams_before + n, STREAMS_WITHIN).await,
+            None => Ok(()),
+        }
+    };
     let after = match client {
         Client::Mcpvisor => {
             let specs = (0..n)
                 .map(|i| host::spec(&format!("echo{i}"), &target))
                 .collect();
             let host = host::start_host(specs, SupervisorOptions::default()).await?;
+            let streams = streams_open.await;
             let after = idle_resident().await;
             host.shutdown().await;
+            streams?;
             after
         }
         Client::Rmcp => {
@@ -113,9 +162,14 @@ pub async fn probe(client: &str, n: usize) -> anyhow::Result<ProbeResult> {
             for _ in 0..n {
                 open.push(RmcpConnection::open(&target).await?);
             }
+            let streams = streams_open.await;
             let after = idle_resident().await;
             futures::future::join_all(open.into_iter().map(RmcpConnection::close)).await;
+            streams?;
             after
+        }
+        Client::Floor | Client::TokioFloor if url.is_some() => {
+            bail!("the floor holds no GET stream")
         }
         Client::Floor | Client::TokioFloor => {
             let open = (0..n)

@@ -110,6 +110,8 @@ pub enum Figure {
     BigFleetCpu,
     /// Resident memory added per idle connection.
     MemoryPerConnection,
+    /// Resident memory added per idle Streamable HTTP connection with its GET stream open.
+    MemoryPerHttpConnection,
     /// SIGKILL of the server until it is ready again, default restart policy.
     RestartDefault,
     /// The same with no backoff: the restart machinery alone.
@@ -118,7 +120,7 @@ pub enum Figure {
 
 impl Figure {
     /// Every figure, in report order.
-    pub const ALL: [Figure; 13] = [
+    pub const ALL: [Figure; 14] = [
         Figure::P50,
         Figure::P99,
         Figure::Throughput,
@@ -130,6 +132,7 @@ impl Figure {
         Figure::BigFleetReady,
         Figure::BigFleetCpu,
         Figure::MemoryPerConnection,
+        Figure::MemoryPerHttpConnection,
         Figure::RestartDefault,
         Figure::RestartNoBackoff,
     ];
@@ -148,6 +151,9 @@ impl Figure {
             Figure::BigFleetReady => "1,000 servers to all-ready",
             Figure::BigFleetCpu => "host CPU to start and stop 1,000 servers",
             Figure::MemoryPerConnection => "host memory per idle connection",
+            Figure::MemoryPerHttpConnection => {
+                "host memory per idle HTTP connection with its GET stream"
+            }
             Figure::RestartDefault => "kill to ready again (default backoff 200 ms ±20 %)",
             Figure::RestartNoBackoff => "kill to ready again (no backoff)",
         }
@@ -166,7 +172,7 @@ impl Figure {
             | Figure::RestartDefault
             | Figure::RestartNoBackoff => "ms",
             Figure::FleetVsOne => "×",
-            Figure::MemoryPerConnection => "KiB",
+            Figure::MemoryPerConnection | Figure::MemoryPerHttpConnection => "KiB",
         }
     }
 
@@ -276,6 +282,7 @@ pub async fn run(plan: &Plan, setup: &Setup) -> Measurements {
     let mut m = Measurements::default();
     let (targets, _http_servers) = targets(setup, &mut m);
     let echo = ServerTarget::rmcp_echo(&setup.exe);
+    let (sessions, _sessions_server) = sessions_target(setup, &mut m);
     for round in 0..plan.rounds {
         eprintln!("== round {}/{}", round + 1, plan.rounds);
         for target in &targets {
@@ -286,8 +293,35 @@ pub async fn run(plan: &Plan, setup: &Setup) -> Measurements {
             memory::measure(plan, &setup.exe, &echo, round, &mut m).await;
             restart::measure(plan, &echo, round, &mut m).await;
         }
+        if let Some(sessions) = &sessions {
+            memory::measure(plan, &setup.exe, sessions, round, &mut m).await;
+        }
     }
     m
+}
+
+/// The rmcp echo server over HTTP with sessions and GET streams, for the
+/// memory of idle HTTP connections, if selected and started.
+fn sessions_target(
+    setup: &Setup,
+    m: &mut Measurements,
+) -> (Option<ServerTarget>, Option<HttpServer>) {
+    let key = ServerTarget::rmcp_http_sessions(String::new()).key;
+    if !selected(setup, key) {
+        return (None, None);
+    }
+    match HttpServer::rmcp(&setup.exe, true) {
+        Ok(server) => (
+            Some(ServerTarget::rmcp_http_sessions(server.url.clone())),
+            Some(server),
+        ),
+        Err(e) => {
+            m.note(format!(
+                "the rmcp HTTP server with sessions did not start: {e:#}"
+            ));
+            (None, None)
+        }
+    }
 }
 
 fn selected(setup: &Setup, key: &str) -> bool {
@@ -300,6 +334,13 @@ fn targets(setup: &Setup, m: &mut Measurements) -> (Vec<ServerTarget>, Vec<HttpS
     let exe: &Path = &setup.exe;
     let mut targets = vec![ServerTarget::rmcp_echo(exe), ServerTarget::demo(exe)];
     let mut servers = Vec::new();
+    match HttpServer::rmcp(exe, false) {
+        Ok(server) => {
+            targets.push(ServerTarget::rmcp_http(server.url.clone()));
+            servers.push(server);
+        }
+        Err(e) => m.note(format!("the rmcp HTTP server did not start: {e:#}")),
+    }
     if setup.peers.has_everything() {
         targets.push(ServerTarget::everything_stdio(&setup.peers));
         match HttpServer::everything(&setup.peers) {

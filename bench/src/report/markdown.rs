@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::targets::{Bound, TargetCheck};
 use super::{Report, Row};
+use crate::clients::Client;
 use crate::figures::Figure;
 
 const CALL_FIGURES: [Figure; 4] = [
@@ -116,8 +117,8 @@ is the client's own work per call. The blocking floor (two processes handing a l
 on one core with no runtime in between) is shown in the tables; no async client comes near it.
 ";
 
-/// Over HTTP the server, not the client, sets the most calls per second: the
-/// floor (a kept-alive client doing no MCP work) shows how many it serves.
+/// Over HTTP the server, not the client, may set the most calls per second:
+/// the floor (a kept-alive client doing no MCP work) shows how many it serves.
 fn http_ceiling(out: &mut String, rows: &[Row]) {
     let mut lines = Vec::new();
     for row in rows
@@ -140,15 +141,55 @@ fn http_ceiling(out: &mut String, rows: &[Row]) {
         return;
     }
     out.push_str(
-        "\nAgainst the HTTP peers the server, not the client, bounds throughput: a \
-         single-threaded Node or Python server on two shared cores answers only so many POSTs \
-         per second, and the floor (64 kept-alive connections, a preformatted request, no MCP \
-         work) measures that ceiling in the same run. The HTTP client ceiling target needs a \
-         server that is not the bottleneck, which this harness does not run yet.\n\n",
+        "\nAgainst the third-party HTTP peers the server, not the client, bounds throughput: \
+         a single-threaded Node or Python server on two shared cores answers only so many \
+         POSTs per second, and the floor (64 kept-alive connections, a preformatted request, \
+         no MCP work) measures that ceiling in the same run. The HTTP client ceiling targets \
+         are checked against the rmcp echo server over HTTP instead: the harness binary in a \
+         process of its own, on a multi-thread runtime, stateless and answering each POST \
+         with JSON (rmcp's cheapest mode per call: no session to look up, no SSE framing). \
+         It still shares the machine's cores with the client, so where the floor does not \
+         clearly outrun rmcp there, that server too is near its ceiling.\n\n",
     );
     for line in lines {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(note) = ceiling_caveat(rows) {
+        let _ = writeln!(out, "\n{note}");
+    }
+}
+
+/// What weakens the ceiling check in this run, if anything: a floor slower
+/// than mcpvisor, or a floor hardly faster than rmcp (the server saturated).
+fn ceiling_caveat(rows: &[Row]) -> Option<String> {
+    let median = |figure, client: Client| {
+        super::find(rows, figure, "rmcp-http")
+            .and_then(|r| r.cell(client))
+            .map(|c| c.median)
+    };
+    let mut caveats = Vec::new();
+    if let (Some(m), Some(f)) = (
+        median(Figure::P50, Client::Mcpvisor),
+        median(Figure::P50, Client::Floor),
+    ) && f > m
+    {
+        caveats.push(format!(
+            "the floor's p50 ({f:.1} µs) is above mcpvisor's ({m:.1} µs), so the p50 target \
+             compares against a floor that is not one"
+        ));
+    }
+    if let (Some(r), Some(f)) = (
+        median(Figure::Throughput, Client::Rmcp),
+        median(Figure::Throughput, Client::Floor),
+    ) && f < 1.5 * r
+    {
+        caveats.push(format!(
+            "the floor serves only {:.2}× rmcp's calls per second, so the server may still \
+             bound the throughput target",
+            f / r
+        ));
+    }
+    (!caveats.is_empty()).then(|| format!("In this run {}.", caveats.join("; and ")))
 }
 
 const HOW: &str = "
@@ -172,6 +213,15 @@ the start until the fleet is shut down again; the servers' own CPU is not includ
 - **Host memory per idle connection**: in a fresh process per sample, one connection is opened \
 and closed, then RSS (`VmRSS`) is read before and one second after opening 100 idle connections \
 to the rmcp echo server; the difference divided by 100.
+- **Host memory per idle HTTP connection with its GET stream**: the same probe, with 100 \
+Streamable HTTP connections (100 server specs for mcpvisor, 100 rmcp clients) to one rmcp echo \
+server over HTTP that keeps sessions and serves each session's GET stream. The server counts \
+the GET streams it holds open; RSS is read only once it counts 100 more than before. The floor \
+holds no GET stream, so it has no figure here.
+- **The rmcp echo server over HTTP** (calls figures): the same echo tool served by rmcp's \
+`StreamableHttpService` from a process of its own on a multi-thread runtime, stateless \
+(`legacy_session_mode` off) and answering JSON (`json_response`): the cheapest rmcp server per \
+call, against which the HTTP client ceiling targets are checked.
 - **Kill to ready again**: SIGKILL to the server's pid from `Host::servers()`, until \
 `HostEvent::ServerReady` with the new pid; rmcp has no supervisor, so n/a.
 ";

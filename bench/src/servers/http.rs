@@ -1,12 +1,15 @@
 //! Streamable HTTP peers as child processes listening on loopback ports.
 
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 use super::Peers;
+use super::rmcp_http::{RMCP_HTTP_ARG, SESSIONS_FLAG};
 
 /// A peer server process; killed when dropped.
 #[derive(Debug)]
@@ -37,6 +40,34 @@ impl HttpServer {
             .arg("http-json")
             .arg(port.to_string());
         HttpServer::start(command, port)
+    }
+
+    /// Starts the rmcp echo server over HTTP (this binary, `exe`), with
+    /// sessions and GET streams if `sessions`; it prints its URL once listening.
+    pub fn rmcp(exe: &Path, sessions: bool) -> anyhow::Result<HttpServer> {
+        let mut command = Command::new(exe);
+        command.arg(RMCP_HTTP_ARG);
+        if sessions {
+            command.arg(SESSIONS_FLAG);
+        }
+        // Its stdin stays open as long as the child handle: when the harness
+        // dies without dropping it, the server sees the end and exits.
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {command:?}"))?;
+        let mut url = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            BufReader::new(stdout).read_line(&mut url)?;
+        }
+        let url = url.trim().to_string();
+        let server = HttpServer { child, url };
+        if server.url.is_empty() {
+            bail!("{command:?} exited before printing its URL");
+        }
+        Ok(server)
     }
 
     fn start(mut command: Command, port: u16) -> anyhow::Result<HttpServer> {

@@ -1,12 +1,15 @@
 //! The servers benchmarked, and how a client reaches each.
 //!
-//! Two of them are this very binary started again with a serve argument
-//! ([`RMCP_ECHO_ARG`], [`mcpvisor_demo::DEMO_SERVER_ARG`]), so one
-//! `cargo run` of the harness has everything it needs; the third-party peers
+//! Three of them are this very binary started again with a serve argument
+//! ([`RMCP_ECHO_ARG`], [`rmcp_http::RMCP_HTTP_ARG`],
+//! [`mcpvisor_demo::DEMO_SERVER_ARG`]), so one `cargo run` of the harness has
+//! everything it needs; the third-party peers
 //! come from `tests/peers` (`bash scripts/peers.sh`).
 
 pub mod http;
+pub mod open_streams;
 pub mod rmcp_echo;
+pub mod rmcp_http;
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +83,30 @@ impl ServerTarget {
             key: "demo",
             label: "mcpvisor demo server (stdio)",
             endpoint: stdio(exe, &[mcpvisor_demo::DEMO_SERVER_ARG]),
+            tool: "echo",
+            argument: "text",
+        }
+    }
+
+    /// The rmcp echo server over Streamable HTTP, stateless and answering
+    /// JSON, at `url`: a server that is not the bottleneck.
+    pub fn rmcp_http(url: String) -> ServerTarget {
+        ServerTarget {
+            key: "rmcp-http",
+            label: "rmcp echo server (Streamable HTTP, stateless, JSON answers)",
+            endpoint: Endpoint::Http { url },
+            tool: "echo",
+            argument: "text",
+        }
+    }
+
+    /// The rmcp echo server over Streamable HTTP with sessions and their GET
+    /// streams, at `url`.
+    pub fn rmcp_http_sessions(url: String) -> ServerTarget {
+        ServerTarget {
+            key: "rmcp-http-sessions",
+            label: "rmcp echo server (Streamable HTTP, sessions with GET streams)",
+            endpoint: Endpoint::Http { url },
             tool: "echo",
             argument: "text",
         }
