@@ -183,7 +183,7 @@ fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
 }
 
 impl RegistryState {
-    fn report(&mut self, report: ToolsReport) {
+    fn report(&mut self, mut report: ToolsReport) {
         let bus = self.args.bus.clone();
         let mut definitions = Vec::with_capacity(report.tools.len());
         for entry in &report.rejected {
@@ -199,13 +199,17 @@ impl RegistryState {
             .is_some_and(|r| r.rules().output_schema);
         let tasks =
             report.link.offers.task_calls && report.link.revision.is_some_and(|r| r.rules().tasks);
-        for tool in &report.tools {
-            match ToolDefinition::from_tool(&report.name, tool) {
+        // Taken, so each tool's schemas move into its definition instead of
+        // being copied: the host never holds a listing twice.
+        for tool in std::mem::take(&mut report.tools) {
+            let name = tool.name.clone();
+            let task = tasks && requires_task(tool.execution.as_ref());
+            match ToolDefinition::from_owned_tool(&report.name, tool) {
                 Ok((def, note)) => {
                     if let Some(SchemaNote::Replaced(why)) = note {
-                        tracing::debug!(server = %report.name, tool = %tool.name, "input schema replaced: {why}");
+                        tracing::debug!(server = %report.name, tool = %name, "input schema replaced: {why}");
                     }
-                    let output = match (&tool.output_schema, check_output) {
+                    let output = match (&def.output_schema, check_output) {
                         (Some(schema), true) => match OutputCheck::compile(schema) {
                             Ok(check) => Some(Arc::new(ToolOutput {
                                 tool: def.name.clone(),
@@ -213,10 +217,10 @@ impl RegistryState {
                             })),
                             Err(why) => {
                                 // Its results could not be checked: not advertised.
-                                tracing::warn!(server = %report.name, tool = %tool.name, "tool not advertised: outputSchema: {why}");
+                                tracing::warn!(server = %report.name, tool = %name, "tool not advertised: outputSchema: {why}");
                                 bus.emit(HostEvent::RouteRejected {
                                     server: report.name.clone(),
-                                    tool: tool.name.clone(),
+                                    tool: name,
                                     reason: format!(
                                         "its outputSchema is not a usable JSON Schema: {why}"
                                     ),
@@ -226,14 +230,13 @@ impl RegistryState {
                         },
                         _ => None,
                     };
-                    let task = tasks && requires_task(tool.execution.as_ref());
                     definitions.push((def, output, task));
                 }
                 Err(e) => {
-                    tracing::warn!(server = %report.name, tool = %tool.name, "tool not advertised: {e}");
+                    tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {e}");
                     bus.emit(HostEvent::RouteRejected {
                         server: report.name.clone(),
-                        tool: tool.name.clone(),
+                        tool: name,
                         reason: e.to_string(),
                     });
                 }

@@ -45,17 +45,26 @@ impl ToolDefinition {
         server: &str,
         tool: &Tool,
     ) -> Result<(ToolDefinition, Option<SchemaNote>), NameError> {
+        ToolDefinition::from_owned_tool(server, tool.clone())
+    }
+
+    /// [`ToolDefinition::from_tool`] taking the tool, so its schemas are moved
+    /// rather than copied: a listing of many tools then never holds two copies.
+    pub fn from_owned_tool(
+        server: &str,
+        tool: Tool,
+    ) -> Result<(ToolDefinition, Option<SchemaNote>), NameError> {
         let name = QualifiedMcpToolName::new(server, &tool.name)?;
-        let (input_schema, note) = normalise_schema(&tool.input_schema);
+        let (input_schema, note) = normalise_owned_schema(tool.input_schema);
         Ok((
             ToolDefinition {
                 name,
-                description: tool.description.clone().unwrap_or_default(),
+                description: tool.description.unwrap_or_default(),
                 input_schema,
-                title: tool.title.clone(),
-                icons: tool.icons.clone(),
-                annotations: tool.annotations.clone(),
-                output_schema: tool.output_schema.clone(),
+                title: tool.title,
+                icons: tool.icons,
+                annotations: tool.annotations,
+                output_schema: tool.output_schema,
             },
             note,
         ))
@@ -86,6 +95,12 @@ impl ToolDefinition {
 
 /// Returns an object-root schema with `properties`, and a note when it had to change it.
 pub fn normalise_schema(schema: &Value) -> (Value, Option<SchemaNote>) {
+    normalise_owned_schema(schema.clone())
+}
+
+/// [`normalise_schema`] taking the schema, which a good one is returned as
+/// (with `type` and `properties` made sure of) instead of being copied.
+pub fn normalise_owned_schema(schema: Value) -> (Value, Option<SchemaNote>) {
     match schema {
         Value::Null | Value::Bool(true) => (empty_object(), Some(SchemaNote::Defaulted)),
         Value::Bool(false) => (
@@ -94,9 +109,9 @@ pub fn normalise_schema(schema: &Value) -> (Value, Option<SchemaNote>) {
                 "schema `false` accepts nothing".into(),
             )),
         ),
-        Value::Object(map) if map.is_empty() => (empty_object(), Some(SchemaNote::Defaulted)),
-        Value::Object(map) => {
-            let ty = map.get("type");
+        Value::Object(ref map) if map.is_empty() => (empty_object(), Some(SchemaNote::Defaulted)),
+        Value::Object(mut out) => {
+            let ty = out.get("type");
             let object_typed = match ty {
                 None => true,
                 Some(Value::String(t)) => t == "object",
@@ -112,7 +127,6 @@ pub fn normalise_schema(schema: &Value) -> (Value, Option<SchemaNote>) {
                     ))),
                 );
             }
-            let mut out = map.clone();
             out.insert("type".into(), Value::String("object".into()));
             match out.get("properties") {
                 Some(Value::Object(_)) => {}
@@ -122,7 +136,7 @@ pub fn normalise_schema(schema: &Value) -> (Value, Option<SchemaNote>) {
             }
             (Value::Object(out), None)
         }
-        other => (
+        ref other => (
             empty_object(),
             Some(SchemaNote::Replaced(format!(
                 "schema is a {}, not an object",

@@ -20,8 +20,10 @@ pub(crate) struct StderrTail {
 
 impl StderrTail {
     pub(crate) fn new(capacity: usize) -> Self {
+        // Grown as lines come: most servers write little or nothing to stderr,
+        // and an idle connection should not hold room for a tail it never fills.
         StderrTail {
-            lines: VecDeque::with_capacity(capacity),
+            lines: VecDeque::new(),
             capacity,
         }
     }
