@@ -289,6 +289,7 @@ impl CallLane {
             line,
             id: Some(RequestId::Number(id)),
             initialize: false,
+            listing: false,
         };
         if let Err(e) = self.write(out) {
             self.calls.lock().withdraw(id);
@@ -321,6 +322,7 @@ impl CallLane {
             line,
             id: None,
             initialize: false,
+            listing: false,
         });
         slot.reply.fail(CallError::Cancelled);
     }

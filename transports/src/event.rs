@@ -66,4 +66,7 @@ pub struct Outbound {
     pub id: Option<RequestId>,
     /// True for `initialize`: HTTP keeps it to renew an expired session.
     pub initialize: bool,
+    /// True for a listing the connection makes of itself (`tools/list` and the
+    /// like): over HTTP it does not wait for the notification stream to open.
+    pub listing: bool,
 }

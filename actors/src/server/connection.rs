@@ -178,14 +178,20 @@ impl Connection {
     }
 
     fn send(&self, msg: &Message) {
-        let (id, initialize) = match msg {
-            Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
-            _ => (None, false),
+        let (id, initialize, listing) = match msg {
+            Message::Request(r) => (
+                Some(r.id.clone()),
+                r.method == methods::INITIALIZE,
+                // tools/list, prompts/list, resources/list, resources/templates/list
+                r.method.ends_with("/list"),
+            ),
+            _ => (None, false, false),
         };
         let out = Outbound {
             line: msg.to_vec(),
             id,
             initialize,
+            listing,
         };
         // The lane reports a failed write to this actor, which ends the connection.
         if let Err(e) = self.lane.send(out) {

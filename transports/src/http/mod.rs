@@ -130,7 +130,8 @@ pub(crate) struct Shared {
     pub(crate) protocol: std::sync::OnceLock<Revision>,
     /// The server's wire faults (the cut answer stream is made here).
     pub(crate) faults: Arc<WireFaults>,
-    /// Where the notification stream's first GET stands; requests wait for it.
+    /// Where the notification stream's first GET stands; requests other than
+    /// listings wait for it.
     pub(crate) stream: tokio::sync::watch::Sender<StreamOpen>,
 }
 
@@ -139,13 +140,34 @@ pub(crate) struct Shared {
 pub(crate) enum StreamOpen {
     /// No stream was asked for (the handshake is not over, or it never will be).
     NotAsked,
-    /// The GET is sent and not answered yet.
-    Opening,
+    /// The GET is sent and not answered yet; requests stop waiting for it at
+    /// this instant, answered or not.
+    Opening { until: tokio::time::Instant },
     /// The server answered it (a stream, a refusal or a failure).
     Answered,
 }
 
+impl StreamOpen {
+    fn opening(&self) -> Option<tokio::time::Instant> {
+        match self {
+            StreamOpen::Opening { until } => Some(*until),
+            _ => None,
+        }
+    }
+}
+
 impl Shared {
+    /// Waits until the notification stream's first GET has an answer, or until
+    /// the wait it was given is over. Returns at once when no GET is opening.
+    pub(crate) async fn stream_answered(&self) {
+        let Some(until) = self.stream.borrow().opening() else {
+            return;
+        };
+        let mut state = self.stream.subscribe();
+        let answered = state.wait_for(|s| s.opening().is_none());
+        let _ = tokio::time::timeout_at(until, answered).await;
+    }
+
     fn with_session(&self, mut req: reqwest::RequestBuilder) -> (reqwest::RequestBuilder, bool) {
         let (id, _) = self.session.current();
         let had = id.is_some();
@@ -561,12 +583,18 @@ impl<S: TransportSink> HttpTransport<S> {
         let _ = self.shared.protocol.set(revision);
     }
 
-    /// Opens the GET notification stream (after the handshake) and waits, at most
-    /// `options.stream_open_wait`, until the server has answered it. Requests sent
-    /// after this then cannot be mistaken for the stream's own: a server that
-    /// resumes a cut answer on "the next GET" sees the resumption, not this
-    /// stream (the conformance scenario `sse-retry` is such a server: a GET sent
-    /// while a request's answer is cut is taken for its resumption).
+    /// Opens the GET notification stream (after the handshake). Requests sent
+    /// after this, listings excepted, wait (at most `options.stream_open_wait`
+    /// from now) until the server has answered it, each in its own task, so
+    /// they cannot be mistaken for the stream's own: a server that resumes a cut
+    /// answer on "the next GET" sees the resumption, not this stream (the
+    /// conformance scenario `sse-retry` is such a server: a GET sent while a
+    /// request's answer is cut is taken for its resumption). The listings that
+    /// make the connection ready go out at once: a spec-following server
+    /// resumes only a GET with `Last-Event-ID`, which this one lacks, and an
+    /// answer a server did replay on it is delivered from the stream all the
+    /// same. Not waiting here saves the GET's round trip (a new connection)
+    /// on every connect.
     pub async fn start_notifications(&mut self) {
         if self.listener.is_some() || self.down {
             return;
@@ -584,15 +612,15 @@ impl<S: TransportSink> HttpTransport<S> {
                 }
             },
         };
-        self.shared.stream.send_replace(StreamOpen::Opening);
+        let until = tokio::time::Instant::now() + self.shared.options.stream_open_wait;
+        self.shared
+            .stream
+            .send_replace(StreamOpen::Opening { until });
         self.listener = Some(NotificationListener::spawn(
             self.shared.clone(),
             self.sink.clone(),
             streams,
         ));
-        let mut state = self.shared.stream.subscribe();
-        let answered = state.wait_for(|s| *s != StreamOpen::Opening);
-        let _ = tokio::time::timeout(self.shared.options.stream_open_wait, answered).await;
     }
 
     /// Stops the GET stream (joining its thread), abandons requests in flight and

@@ -28,6 +28,9 @@ pub(crate) async fn post_request<S: TransportSink>(
     out: Outbound,
     id: RequestId,
 ) {
+    if !out.listing {
+        shared.stream_answered().await;
+    }
     let body = Bytes::from(out.line);
     match exchange(&shared, &*sink, &body, out.initialize, &id).await {
         Ok(()) | Err(TransportError::Closed) => {}
