@@ -36,9 +36,12 @@ impl NotificationListener {
         runtime: Arc<StreamRuntime>,
     ) -> NotificationListener {
         let (stop, stopped) = watch::channel(false);
-        let client = runtime.client().clone();
+        let client = runtime.client();
         let task = runtime.handle().spawn(async move {
-            listen(&shared, sink, stopped, client).await;
+            match client.get() {
+                Some(client) => listen(&shared, sink, stopped, client.clone()).await,
+                None => tracing::debug!(server = %shared.server, "no notification stream: the streams' HTTP client could not be made"),
+            }
             // Nothing waits for a stream that is gone.
             shared.stream.send_replace(StreamOpen::Answered);
         });

@@ -3,7 +3,7 @@
 //! with the host's runtime, and a host with many HTTP servers pays for one
 //! thread and one connection pool instead of one of each per server.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use tokio::runtime::Handle;
@@ -17,7 +17,10 @@ use crate::error::TransportError;
 pub struct StreamRuntime {
     handle: Handle,
     /// The GET streams' own client: its connections belong to this runtime.
-    client: reqwest::Client,
+    /// The thread makes it before it runs any stream, off the path of the
+    /// handshake (loading the system's root certificates takes milliseconds);
+    /// empty if it could not be made.
+    client: Arc<OnceLock<reqwest::Client>>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -32,18 +35,25 @@ impl StreamRuntime {
     /// Starts the thread; `name` names it (`mcpvisor-sse…`).
     pub fn start(name: &str, options: &HttpOptions) -> Result<Arc<StreamRuntime>, TransportError> {
         let io = |e: std::io::Error| TransportError::Config(format!("GET stream thread: {e}"));
-        let client = client_builder(options)
-            .build()
-            .map_err(|e| TransportError::Config(format!("HTTP client: {}", e.without_url())))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(io)?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel::<()>();
+        let client = Arc::new(OnceLock::new());
+        let (made, builder) = (client.clone(), client_builder(options));
         let thread = std::thread::Builder::new()
             .name(name.chars().take(15).collect())
             .spawn(move || {
+                match builder.build() {
+                    Ok(c) => {
+                        let _ = made.set(c);
+                    }
+                    Err(e) => {
+                        tracing::warn!("GET streams' HTTP client: {}", e.without_url());
+                    }
+                }
                 // Drives every stream spawned onto it until the last handle goes;
                 // dropping the runtime then drops the streams still on it.
                 let _ = runtime.block_on(stopped);
@@ -76,8 +86,10 @@ impl StreamRuntime {
         &self.handle
     }
 
-    pub(crate) fn client(&self) -> &reqwest::Client {
-        &self.client
+    /// Where the streams' client is. Only a task running on this runtime may
+    /// look: the thread has made it (or failed to) before it runs any.
+    pub(crate) fn client(&self) -> Arc<OnceLock<reqwest::Client>> {
+        self.client.clone()
     }
 }
 
