@@ -292,6 +292,50 @@ async fn get_405_means_no_stream_and_posts_still_work() {
     host.shutdown().await;
 }
 
+/// The listing that makes a connection ready does not wait for the notification
+/// stream to open; a call does, so no call can be cut before the stream is open.
+#[tokio::test]
+async fn listings_go_out_while_the_get_opens_and_calls_wait_for_it() {
+    const SLOW_GET: Duration = Duration::from_millis(1500);
+    let (server, host, _events) = start(Script {
+        get: GetMode::Stream {
+            events: 0,
+            then_close: false,
+            interval_ms: 1000,
+        },
+        slow_get_ms: SLOW_GET.as_millis() as u64,
+        ..Script::default()
+    })
+    .await;
+    let r = call(&host, "mcp__fx__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "after");
+    let requests = server.requests();
+    let arrived = |http: &str, rpc: Option<&str>| {
+        requests
+            .iter()
+            .find(|r| r.http_method == http && r.rpc_method.as_deref() == rpc)
+            .unwrap_or_else(|| panic!("no {http} {rpc:?} in {requests:?}"))
+            .at
+    };
+    let get = arrived("GET", None);
+    let answered = get + SLOW_GET;
+    let listed = arrived("POST", Some("tools/list"));
+    let called = arrived("POST", Some("tools/call"));
+    assert!(
+        listed < answered,
+        "tools/list waited for the GET's answer: it came {:?} after the GET",
+        listed.duration_since(get)
+    );
+    assert!(
+        called >= answered,
+        "tools/call went out before the GET was answered: {:?} after the GET",
+        called.duration_since(get)
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn get_409_never_breaks_posts() {
     let (_server, host, _events) = start(Script {

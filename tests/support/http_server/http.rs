@@ -40,7 +40,12 @@ async fn serve(
     }
     match method {
         Method::POST => post(&shared, &script, &headers, json).await,
-        Method::GET => get(&shared, &script, &headers),
+        Method::GET => {
+            if script.slow_get_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(script.slow_get_ms)).await;
+            }
+            get(&shared, &script, &headers)
+        }
         Method::DELETE => delete(&shared, &script, &headers),
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }

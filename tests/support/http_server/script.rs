@@ -87,6 +87,9 @@ pub struct Script {
     /// Answer `initialize` this long after it arrives (a session that takes time to
     /// open, so requests sent meanwhile meet the renewal).
     pub slow_initialize_ms: u64,
+    /// Answer a GET (its status and headers) this long after it arrives: a
+    /// notification stream slow to open.
+    pub slow_get_ms: u64,
 }
 
 impl Script {
