@@ -50,6 +50,14 @@ fn route_lookup(c: &mut Criterion) {
         b.iter(|| routes.get(black_box("mcp__server0__absent")).is_some())
     });
     group.finish();
+
+    // Every tool in name order: the table sorts once, on first use, and each
+    // call copies the definitions out.
+    let mut group = c.benchmark_group("tool_listing");
+    group.bench_function(format!("Host::tools, {} routes", routes.len()), |b| {
+        b.iter(|| host.tools().len())
+    });
+    group.finish();
     runtime.block_on(host.shutdown());
 }
 
