@@ -1,6 +1,6 @@
 //! The registry's route building, driven directly: conflicts advertised for
 //! neither claimant, invalid names reported, removal, and a restarted registry
-//! beginning from what was published.
+//! beginning from what was published, and the pace of publications in a burst.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -26,13 +26,7 @@ fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
         bus,
         resume: false,
     };
-    let state = RegistryState {
-        args,
-        servers: BTreeMap::new(),
-        conflicts: BTreeSet::new(),
-        unpublished: Vec::new(),
-        reports: 0,
-    };
+    let state = RegistryState::new(args, BTreeMap::new());
     (state, events)
 }
 
@@ -141,4 +135,59 @@ async fn a_restarted_registry_begins_from_the_published_routes() {
     assert_eq!(resumed.len(), 2);
     assert_eq!(resumed[&ServerId(1)].routes.len(), 2);
     assert_eq!(&*resumed[&ServerId(2)].name, "b");
+}
+
+#[tokio::test]
+async fn a_publication_waits_for_the_pace_and_is_queued_once() {
+    let (mut state, mut events) = state();
+    let (registry, mut sent) = crate::test_actors::recorder::<super::RegistryMsg>().await;
+    // Nothing published yet: the first publication is queued at once.
+    state.report(report(1, "a", &["x"]).await);
+    state.publish_soon(&registry);
+    let first = tokio::time::timeout(Duration::from_secs(5), sent.recv()).await;
+    assert!(matches!(first, Ok(Some(super::RegistryMsg::Publish))));
+    state.publishing = false;
+    state.publish(&registry);
+    assert!(
+        drain(&mut events)
+            .iter()
+            .any(|e| matches!(e, HostEvent::ToolsChanged { server, .. } if &**server == "a")),
+        "the report is announced once published"
+    );
+    // A burst: the last publication was costly, so the next one waits for the pace.
+    let pace = Duration::from_millis(400);
+    state.next_publication = std::time::Instant::now() + pace;
+    state.report(report(2, "b", &["y"]).await);
+    state.publish_soon(&registry);
+    state.report(report(3, "c", &["z"]).await);
+    state.publish_soon(&registry);
+    let early = tokio::time::timeout(pace / 2, sent.recv()).await;
+    assert!(early.is_err(), "published before the pace allowed");
+    let paced = tokio::time::timeout(Duration::from_secs(5), sent.recv()).await;
+    assert!(matches!(paced, Ok(Some(super::RegistryMsg::Publish))));
+    let again = tokio::time::timeout(Duration::from_millis(200), sent.recv()).await;
+    assert!(
+        again.is_err(),
+        "two reports of one burst queue one publication"
+    );
+    registry.stop(None);
+}
+
+#[tokio::test]
+async fn a_removal_is_published_and_announced() {
+    let (mut state, mut events) = state();
+    let (registry, _sent) = crate::test_actors::recorder::<super::RegistryMsg>().await;
+    state.report(report(1, "a", &["x"]).await);
+    state.publish(&registry);
+    assert!(state.args.routes.load().get("mcp__a__x").is_some());
+    drain(&mut events);
+    state.servers.remove(&ServerId(1));
+    state.removed.push(Arc::from("a"));
+    state.publish(&registry);
+    assert!(state.args.routes.load().get("mcp__a__x").is_none());
+    let gone = drain(&mut events).into_iter().any(|e| {
+        matches!(e, HostEvent::ToolsChanged { server, tools } if &*server == "a" && tools.is_empty())
+    });
+    assert!(gone, "the removal is announced with no tools");
+    registry.stop(None);
 }
