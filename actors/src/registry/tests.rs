@@ -2,7 +2,7 @@
 //! neither claimant, invalid names reported, removal, and a restarted registry
 //! beginning from what was published, and the pace of publications in a burst.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
