@@ -9,7 +9,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mcpvisor_protocol::messages::Tool;
 use mcpvisor_protocol::output_schema::OutputCheck;
@@ -100,6 +100,11 @@ pub(crate) struct RegistryState {
 /// rebuilds take at most about 1/20 of the time, and a server alone is
 /// published at once.
 const PUBLICATION_PACE: u32 = 20;
+
+/// The longest a publication is held back by the pace: a table so large that
+/// one rebuild takes long (100,000 tools) must not make the next change wait
+/// twenty times that.
+const MAX_PUBLICATION_WAIT: Duration = Duration::from_millis(10);
 
 /// What is announced once a report's routes are published.
 struct Unpublished {
@@ -332,7 +337,8 @@ impl RegistryState {
         let started = Instant::now();
         self.rebuild();
         let ended = Instant::now();
-        self.next_publication = ended + (ended - started) * PUBLICATION_PACE;
+        self.next_publication =
+            ended + ((ended - started) * PUBLICATION_PACE).min(MAX_PUBLICATION_WAIT);
         let bus = self.args.bus.clone();
         for server in std::mem::take(&mut self.removed) {
             bus.emit(HostEvent::ToolsChanged {
