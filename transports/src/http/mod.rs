@@ -16,6 +16,7 @@ mod notifications;
 mod options;
 mod post;
 mod session;
+mod stream_open;
 mod streams;
 
 use std::collections::HashMap;
@@ -44,6 +45,7 @@ use notifications::NotificationListener;
 use options::client_builder;
 pub use options::{HttpOptions, http_client};
 use session::{SESSION_HEADER, Session};
+pub(crate) use stream_open::StreamOpen;
 pub use streams::StreamRuntime;
 
 /// The header that names the negotiated revision (from 2025-06-18 on).
@@ -135,39 +137,7 @@ pub(crate) struct Shared {
     pub(crate) stream: tokio::sync::watch::Sender<StreamOpen>,
 }
 
-/// Where the notification stream's first GET stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StreamOpen {
-    /// No stream was asked for (the handshake is not over, or it never will be).
-    NotAsked,
-    /// The GET is sent and not answered yet; requests stop waiting for it at
-    /// this instant, answered or not.
-    Opening { until: tokio::time::Instant },
-    /// The server answered it (a stream, a refusal or a failure).
-    Answered,
-}
-
-impl StreamOpen {
-    fn opening(&self) -> Option<tokio::time::Instant> {
-        match self {
-            StreamOpen::Opening { until } => Some(*until),
-            _ => None,
-        }
-    }
-}
-
 impl Shared {
-    /// Waits until the notification stream's first GET has an answer, or until
-    /// the wait it was given is over. Returns at once when no GET is opening.
-    pub(crate) async fn stream_answered(&self) {
-        let Some(until) = self.stream.borrow().opening() else {
-            return;
-        };
-        let mut state = self.stream.subscribe();
-        let answered = state.wait_for(|s| s.opening().is_none());
-        let _ = tokio::time::timeout_at(until, answered).await;
-    }
-
     fn with_session(&self, mut req: reqwest::RequestBuilder) -> (reqwest::RequestBuilder, bool) {
         let (id, _) = self.session.current();
         let had = id.is_some();
