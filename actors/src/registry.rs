@@ -97,8 +97,9 @@ pub(crate) struct RegistryState {
 /// waits until this many times the last one's cost has passed since it ended.
 /// Each walks every route, so publishing on every report made a fleet's start
 /// quadratic (1,000 servers: a third of the host's CPU went to rebuilds); paced,
-/// rebuilds take at most about 1/20 of the time, and a server alone is
-/// published at once.
+/// rebuilds take at most about 1/20 of the time. A change after a quiet spell
+/// is published at once; one right after another publication waits at most
+/// [`MAX_PUBLICATION_WAIT`].
 const PUBLICATION_PACE: u32 = 20;
 
 /// The longest a publication is held back by the pace: a table so large that
