@@ -117,7 +117,10 @@ impl Host {
     }
 
     /// Every routed tool, sorted by qualified name.
-    pub fn tools(&self) -> Vec<ToolDefinition> {
+    ///
+    /// The definitions are the route table's own, shared: listing a host's
+    /// tools costs a pointer per tool however large their schemas are.
+    pub fn tools(&self) -> Vec<Arc<ToolDefinition>> {
         let table = self.0.routes.load();
         table
             .sorted()

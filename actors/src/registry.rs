@@ -290,7 +290,7 @@ impl RegistryState {
             .map(|(definition, output, task)| {
                 let key = Arc::from(definition.name.as_str());
                 let route = Arc::new(Route {
-                    definition,
+                    definition: Arc::new(definition),
                     server_id: report.id,
                     server: report.name.clone(),
                     lane: report.link.lane.clone(),

@@ -18,8 +18,9 @@ use crate::status::ServerId;
 /// One advertised tool and where calls to it go.
 #[derive(Debug, Clone)]
 pub struct Route {
-    /// The definition to hand to a model.
-    pub definition: ToolDefinition,
+    /// The definition to hand to a model, shared: handing the tool set out
+    /// copies pointers, not schemas.
+    pub definition: Arc<ToolDefinition>,
     /// The serving server.
     pub server_id: ServerId,
     /// Its name.

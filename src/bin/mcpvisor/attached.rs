@@ -2,6 +2,7 @@
 //! no server is started, and every command sees the same supervisor.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use mcpvisor::protocol::messages::{CallToolResult, methods};
 use mcpvisor::{QualifiedMcpToolName, ToolDefinition};
@@ -20,7 +21,7 @@ fn failed(e: ClientError) -> Failure {
 
 /// Every routed tool, page by page.
 /// Every tool the running `serve` lists, page by page.
-pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>, Failure> {
+pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<Arc<ToolDefinition>>, Failure> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -39,7 +40,7 @@ pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>
             else {
                 continue;
             };
-            tools.push(ToolDefinition {
+            tools.push(Arc::new(ToolDefinition {
                 name,
                 description: tool["description"].as_str().unwrap_or("").to_string(),
                 input_schema: tool["inputSchema"].clone(),
@@ -47,7 +48,7 @@ pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<ToolDefinition>
                 output_schema: tool.get("outputSchema").cloned(),
                 icons: mcpvisor::protocol::icons::Icon::read_all(&tool["icons"]),
                 annotations: tool.get("annotations").cloned(),
-            });
+            }));
         }
         match page["nextCursor"].as_str() {
             Some(next) if tools.len() < 1_000_000 => cursor = Some(next.to_string()),

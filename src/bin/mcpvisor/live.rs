@@ -1,6 +1,7 @@
 //! Commands that run the servers: `tools`, `call`, `watch`.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::output;
@@ -14,8 +15,12 @@ use crate::progress::Progress;
 use crate::{Failure, suggest};
 
 /// Prints `tools` (those of `servers` when some are named).
-pub(crate) fn print_tools(tools: &[ToolDefinition], servers: &[String], json: bool) -> ExitCode {
-    let shown: Vec<ToolDefinition> = tools
+pub(crate) fn print_tools(
+    tools: &[Arc<ToolDefinition>],
+    servers: &[String],
+    json: bool,
+) -> ExitCode {
+    let shown: Vec<Arc<ToolDefinition>> = tools
         .iter()
         .filter(|t| servers.is_empty() || servers.iter().any(|s| s == t.name.server()))
         .cloned()
@@ -26,7 +31,7 @@ pub(crate) fn print_tools(tools: &[ToolDefinition], servers: &[String], json: bo
 
 /// The tool `name` among `tools`; else a usage error naming the closest names.
 pub(crate) fn find<'a>(
-    tools: &'a [ToolDefinition],
+    tools: &'a [Arc<ToolDefinition>],
     name: &str,
     invocation: &Invocation,
 ) -> Result<&'a ToolDefinition, Failure> {
@@ -36,7 +41,11 @@ pub(crate) fn find<'a>(
     let server = QualifiedMcpToolName::parse(name)
         .map(|q| q.server().to_string())
         .unwrap_or_default();
-    let theirs: Vec<&ToolDefinition> = tools.iter().filter(|t| t.name.server() == server).collect();
+    let theirs: Vec<&ToolDefinition> = tools
+        .iter()
+        .map(|t| &**t)
+        .filter(|t| t.name.server() == server)
+        .collect();
     // Within the server named, its tools' own names are compared (the shared
     // prefix would make every name look close); else the full names.
     let close: Vec<&str> = match QualifiedMcpToolName::parse(name) {

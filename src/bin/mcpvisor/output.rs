@@ -9,6 +9,8 @@
 //! (`anstream` strips the styles otherwise). Tables fit the terminal's width
 //! on a terminal; piped, nothing is cut.
 
+use std::sync::Arc;
+
 use mcpvisor::{CallToolResult, ContentBlock, HostEvent, ServerState, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -120,7 +122,7 @@ pub(crate) fn error(message: &str, json: bool) {
 
 /// The tools as an aligned table: name, then the description's first line,
 /// cut to the terminal's width.
-fn tool_table(tools: &[ToolDefinition]) -> Vec<String> {
+fn tool_table(tools: &[Arc<ToolDefinition>]) -> Vec<String> {
     let name_width = tools
         .iter()
         .map(|t| t.name.as_str().len())
@@ -179,9 +181,9 @@ pub(crate) fn state_text(s: &ServerState) -> String {
 }
 
 /// The routed tools, as a table or as one JSON array.
-pub(crate) fn print_tools(tools: &[ToolDefinition], json: bool) {
+pub(crate) fn print_tools(tools: &[Arc<ToolDefinition>], json: bool) {
     if json {
-        let all: Vec<Value> = tools.iter().map(tool_json).collect();
+        let all: Vec<Value> = tools.iter().map(|t| tool_json(t)).collect();
         println!("{}", Value::Array(all));
         return;
     }
