@@ -76,7 +76,7 @@ async fn a_tool_listed_twice_is_advertised_for_neither() {
         matches!(e, HostEvent::RouteConflict { .. })
     })
     .await;
-    let HostEvent::RouteConflict { name, servers } = conflict else {
+    let HostEvent::RouteConflict { name, servers, .. } = conflict else {
         unreachable!()
     };
     assert_eq!(name.as_str(), "mcp__demo__echo");
@@ -105,7 +105,7 @@ async fn the_same_server_name_twice_advertises_neither() {
         matches!(e, HostEvent::RouteConflict { .. })
     })
     .await;
-    let HostEvent::RouteConflict { name, servers } = conflict else {
+    let HostEvent::RouteConflict { name, servers, .. } = conflict else {
         unreachable!()
     };
     assert!(name.as_str().starts_with("mcp__twin__"), "{name}");

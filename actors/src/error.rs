@@ -122,6 +122,27 @@ pub enum CallError {
     /// The request is not one the host can send (a missing prompt argument, an unknown log level).
     #[error("{0}")]
     InvalidRequest(String),
+    /// The node that supervises the server was lost (its session closed or
+    /// it stopped answering heartbeats) before the call ended. Whether the
+    /// call ran there is unknown.
+    #[error("node `{node}` was lost before server `{server}` answered")]
+    NodeLost {
+        /// The lost node.
+        node: Arc<str>,
+        /// The server the call was for.
+        server: Arc<str>,
+    },
+    /// Another node failed the call in a way whose cause stays on that node
+    /// (a transport failure, an invalid result): its words, not its type.
+    #[error("server `{server}` on node `{node}`: {message}")]
+    Remote {
+        /// The node that ran the call.
+        node: Arc<str>,
+        /// Which server.
+        server: Arc<str>,
+        /// What that node reported.
+        message: String,
+    },
 }
 
 /// Why a server went down, as events and statuses carry it: shared, typed,

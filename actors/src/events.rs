@@ -78,12 +78,16 @@ pub enum HostEvent {
         /// Its routes now (not counting rejected or conflicting ones).
         tools: Vec<QualifiedMcpToolName>,
     },
-    /// Two routes would share a name; neither is advertised.
+    /// Two routes would share a name; neither is advertised. In a cluster,
+    /// also every route of a server whose name more than one node claims.
     RouteConflict {
         /// The contested name.
         name: QualifiedMcpToolName,
-        /// The servers claiming it (a name twice when one server lists a tool twice).
+        /// The servers claiming it (a name twice when one server lists a tool
+        /// twice, or when two nodes each supervise a server of that name).
         servers: Vec<Arc<str>>,
+        /// The nodes claiming its server, in order; empty for a conflict on this host alone.
+        nodes: Vec<Arc<str>>,
     },
     /// A tool cannot form a valid route and is not advertised.
     RouteRejected {
@@ -196,7 +200,19 @@ impl fmt::Display for HostEvent {
             HostEvent::ToolsChanged { server, tools } => {
                 format!("{server}: {} routed", human::count(tools.len(), "tool"))
             }
-            HostEvent::RouteConflict { name, servers } => {
+            HostEvent::RouteConflict {
+                name,
+                servers,
+                nodes,
+            } if !nodes.is_empty() => {
+                let nodes: Vec<&str> = nodes.iter().map(|s| &**s).collect();
+                let server = servers.first().map(|s| &**s).unwrap_or_default();
+                format!(
+                    "route conflict: {name}: server {server} is supervised on nodes {}; not advertised",
+                    nodes.join(", ")
+                )
+            }
+            HostEvent::RouteConflict { name, servers, .. } => {
                 let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();
                 format!(
                     "route conflict: {name} claimed by {}; not advertised",

@@ -25,8 +25,10 @@ use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{Answer, CallLane};
 use crate::messages::SupervisorMsg;
+use crate::nodes::NodeBoard;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
-use crate::routes::{RouteSnapshot, RouteTable};
+use crate::remote::{NodeServers, RemoteCalls, RemoteRequest};
+use crate::routes::{Route, RouteSnapshot, RouteTable, Via};
 use crate::standing::Standing;
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
 use crate::supervisor::{ReloadReport, SupervisorActor, SupervisorArgs};
@@ -61,6 +63,8 @@ struct HostInner {
     first_events: parking_lot::Mutex<Option<broadcast::Receiver<HostEvent>>>,
     /// The runtime the host was started on, where task calls run.
     runtime: tokio::runtime::Handle,
+    /// The other nodes of the cluster this host joined, if any.
+    nodes: Arc<NodeBoard>,
 }
 
 impl Host {
@@ -84,6 +88,7 @@ impl Host {
         ));
         let standing = Arc::new(Standing::new(options.log_level));
         let faults = Arc::new(crate::fault_board::FaultBoard::default());
+        let nodes = Arc::new(NodeBoard::default());
         let args = SupervisorArgs {
             roots: roots.clone(),
             standing: standing.clone(),
@@ -93,6 +98,7 @@ impl Host {
             bus: bus.clone(),
             status: status.clone(),
             routes: routes.clone(),
+            nodes: nodes.clone(),
         };
         let (supervisor, _) = SupervisorActor::spawn(None, SupervisorActor::new(), args)
             .await
@@ -113,6 +119,7 @@ impl Host {
             shut_down: AtomicBool::new(false),
             first_events,
             runtime: tokio::runtime::Handle::current(),
+            nodes,
         })))
     }
 
@@ -144,50 +151,82 @@ impl Host {
         let Some(route) = self.0.routes.lookup(name) else {
             return PendingCall::failed(CallError::UnknownTool(name.to_string()));
         };
-        let timeout = options.timeout.unwrap_or(route.request_timeout);
+        let local = match &route.via {
+            Via::Lane(local) => local,
+            Via::Node(node) => return remote_call(&route, node.as_ref(), arguments, options),
+        };
+        let timeout = options.timeout.unwrap_or(local.request_timeout);
         let arguments = (!arguments.is_null()).then_some(&arguments);
-        let lane = &route.lane;
-        if route.task {
+        let lane = &local.lane;
+        if local.task {
             let (flow, answer) = task_call::start(
                 &self.0.runtime,
                 &route,
+                local,
                 arguments.cloned(),
                 options.progress,
                 timeout,
-                route.task_cancels,
             );
-            return PendingCall {
-                inner: Some(Waiting {
-                    answer,
-                    cancel: Cancel {
-                        lane: lane.clone(),
-                        id: 0,
-                        task: Some(flow),
-                    },
-                }),
-                failed: None,
-            };
+            return PendingCall::waiting(
+                answer,
+                Cancel::Lane {
+                    lane: lane.clone(),
+                    id: 0,
+                    task: Some(flow),
+                },
+            );
         }
         match lane.start(
             route.definition.name.tool(),
             arguments,
             options.progress,
-            route.output.clone(),
+            local.output.clone(),
             timeout,
         ) {
-            Ok((id, answer)) => PendingCall {
-                inner: Some(Waiting {
-                    answer,
-                    cancel: Cancel {
-                        lane: lane.clone(),
-                        id,
-                        task: None,
-                    },
-                }),
-                failed: None,
-            },
+            Ok((id, answer)) => PendingCall::waiting(
+                answer,
+                Cancel::Lane {
+                    lane: lane.clone(),
+                    id,
+                    task: None,
+                },
+            ),
             Err(e) => PendingCall::failed(e),
         }
+    }
+
+    /// Names this host as a node of a cluster. Called once, by the cluster it
+    /// joins, before any [`Host::set_node_servers`]; false when it already has
+    /// a name.
+    pub fn name_node(&self, name: &str) -> bool {
+        self.0.nodes.name_local(Arc::from(name))
+    }
+
+    /// This host's node name, once it joined a cluster.
+    pub fn node_name(&self) -> Option<Arc<str>> {
+        self.0.nodes.local().cloned()
+    }
+
+    /// Routes what another node of the cluster advertises, replacing what it
+    /// advertised before. Its tools are called like this host's own; a server
+    /// name that this host or a third node also supervises is routed on
+    /// neither, with a [`HostEvent::RouteConflict`] naming the nodes.
+    pub fn set_node_servers(&self, servers: NodeServers) {
+        self.0.nodes.set(servers);
+        let _ = self.0.supervisor.cast(SupervisorMsg::NodesChanged);
+    }
+
+    /// Withdraws every route to `node` (lost, or gone from the cluster).
+    /// Calls already on their way there are the cluster's to fail.
+    pub fn forget_node(&self, node: &str) {
+        if self.0.nodes.remove(node) {
+            let _ = self.0.supervisor.cast(SupervisorMsg::NodesChanged);
+        }
+    }
+
+    /// What every other node advertises, as last told.
+    pub fn nodes(&self) -> Vec<Arc<NodeServers>> {
+        self.0.nodes.snapshot()
     }
 
     /// Events as a stream. The first call sees every event since [`Host::start`];
@@ -215,6 +254,12 @@ impl Host {
     /// Every server's status, sorted by name.
     pub fn servers(&self) -> Vec<ServerStatus> {
         self.0.status.snapshot()
+    }
+
+    /// Changes whenever a server's status does (its state, tools, restarts):
+    /// a cheap signal to read [`Host::servers`] again.
+    pub fn watch_servers(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.status.watch()
     }
 
     /// Waits until every server is ready, failed, waiting for a login or stopped,
@@ -333,8 +378,26 @@ impl Drop for HostInner {
     }
 }
 
-/// A call's side of the lane: its deadline is the connection's, so this only
-/// waits for the answer (or the timeout the connection delivers).
+/// Sends a call to the node that supervises the route's server.
+fn remote_call(
+    route: &Route,
+    node: &dyn RemoteCalls,
+    arguments: Value,
+    options: CallOptions,
+) -> PendingCall {
+    let call = node.start(RemoteRequest {
+        server: route.server.clone(),
+        tool: Arc::from(route.definition.name.as_str()),
+        arguments: (!arguments.is_null()).then_some(arguments),
+        progress: options.progress,
+        timeout: options.timeout,
+    });
+    PendingCall::waiting(call.answer, Cancel::Node(call.cancel))
+}
+
+/// A call's side of its way to the server: its deadline is kept where it
+/// runs (the connection, or the owning node), so this only waits for the
+/// answer or the error that ends it.
 struct Waiting {
     answer: Answer,
     cancel: Cancel,
@@ -342,18 +405,37 @@ struct Waiting {
 
 /// How to cancel one call.
 #[derive(Clone)]
-struct Cancel {
-    lane: Arc<CallLane>,
-    id: i64,
-    /// A call the server runs as a task: cancelled through its flow.
-    task: Option<Arc<TaskFlow>>,
+enum Cancel {
+    /// A call on one of this host's connections.
+    Lane {
+        lane: Arc<CallLane>,
+        id: i64,
+        /// A call the server runs as a task: cancelled through its flow.
+        task: Option<Arc<TaskFlow>>,
+    },
+    /// A call another node runs.
+    Node(Arc<dyn Fn() + Send + Sync>),
 }
 
 impl Cancel {
     fn cancel(&self) {
-        match &self.task {
-            Some(flow) => flow.cancel(),
-            None => self.lane.cancel(self.id),
+        match self {
+            Cancel::Lane {
+                task: Some(flow), ..
+            } => flow.cancel(),
+            Cancel::Lane { lane, id, .. } => lane.cancel(*id),
+            Cancel::Node(cancel) => cancel(),
+        }
+    }
+
+    /// Why the call ended when its answer was dropped unsent.
+    fn unanswered(&self) -> CallError {
+        match self {
+            Cancel::Lane { lane, .. } => CallError::ConnectionClosed {
+                server: lane.server().clone(),
+                reason: Arc::from("the connection ended before answering"),
+            },
+            Cancel::Node(_) => CallError::Shutdown,
         }
     }
 }
@@ -366,6 +448,13 @@ pub struct PendingCall {
 }
 
 impl PendingCall {
+    fn waiting(answer: Answer, cancel: Cancel) -> Self {
+        PendingCall {
+            inner: Some(Waiting { answer, cancel }),
+            failed: None,
+        }
+    }
+
     fn failed(error: CallError) -> Self {
         PendingCall {
             inner: None,
@@ -388,14 +477,9 @@ impl Future for PendingCall {
             return Poll::Ready(Err(this.failed.take().unwrap_or(CallError::Cancelled)));
         };
         if let Poll::Ready(answer) = Pin::new(&mut waiting.answer).poll(cx) {
-            let server = waiting.cancel.lane.server().clone();
+            let ended = answer.unwrap_or_else(|_| Err(waiting.cancel.unanswered()));
             this.inner = None;
-            return Poll::Ready(answer.unwrap_or_else(|_| {
-                Err(CallError::ConnectionClosed {
-                    server,
-                    reason: Arc::from("the connection ended before answering"),
-                })
-            }));
+            return Poll::Ready(ended);
         }
         Poll::Pending
     }

@@ -24,8 +24,10 @@ mod host;
 pub mod host_requests;
 mod lane;
 mod messages;
+mod nodes;
 pub mod options;
 mod registry;
+pub mod remote;
 pub mod restart;
 pub mod routes;
 mod server;
@@ -47,6 +49,7 @@ pub use host::{
 };
 pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
+pub use remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 pub use restart::RestartPolicy;
 pub use status::{ServerId, ServerState, ServerStatus};
 pub use supervisor::ReloadReport;

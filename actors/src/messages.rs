@@ -75,6 +75,8 @@ pub(crate) enum TransportFault {
 
 /// To the supervisor.
 pub(crate) enum SupervisorMsg {
+    /// What another node of the cluster advertises changed: the registry rebuilds its routes.
+    NodesChanged,
     /// A server finished its first tools/list: its backoff starts over.
     ServerReady {
         id: ServerId,
@@ -130,3 +132,10 @@ pub(crate) enum SupervisorMsg {
         reason: String,
     },
 }
+
+// ractor is built with `cluster` (the cluster's node agents talk across
+// machines), so every message type says whether it can cross the wire. These
+// stay on their node: the defaults refuse to serialize them.
+impl ractor::Message for ServerMsg {}
+impl ractor::Message for TransportMsg {}
+impl ractor::Message for SupervisorMsg {}

@@ -21,8 +21,12 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use crate::catalog::ServerLink;
 use crate::events::{EventBus, HostEvent};
 use crate::messages::SupervisorMsg;
-use crate::routes::{Route, RouteSnapshot, RouteTable, ToolOutput};
-use crate::status::ServerId;
+use crate::nodes::NodeBoard;
+use crate::routes::{LaneRoute, Route, RouteSnapshot, RouteTable, ToolOutput, Via};
+use crate::status::{ServerId, StatusBoard};
+
+mod nodes;
+use nodes::RemoteRoutes;
 
 /// What a server tells the registry after a full tools/list.
 pub(crate) struct ToolsReport {
@@ -44,7 +48,12 @@ pub(crate) enum RegistryMsg {
     Publish,
     /// The server's connection is gone; drop its routes.
     Remove(ServerId),
+    /// What another node advertises changed (or a node was lost): rebuild its routes.
+    NodesChanged,
 }
+
+// Stays on its node (see the note in `messages`).
+impl ractor::Message for RegistryMsg {}
 
 pub(crate) struct RegistryActor {
     /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.
@@ -65,6 +74,10 @@ pub(crate) struct RegistryArgs {
     /// A registry started after another died begins from the routes it published,
     /// so nothing a host can call disappears while the servers report again.
     pub(crate) resume: bool,
+    /// Every server this host supervises: its names are this node's claims.
+    pub(crate) status: Arc<StatusBoard>,
+    /// The other nodes of the cluster this host joined, if any.
+    pub(crate) nodes: Arc<NodeBoard>,
 }
 
 /// One server's routes, built once per report; every rebuild shares them.
@@ -81,6 +94,10 @@ struct ServerRoutes {
 pub(crate) struct RegistryState {
     args: RegistryArgs,
     servers: BTreeMap<ServerId, ServerRoutes>,
+    /// Routes to other nodes' servers, rebuilt when a node's advertisement changes.
+    remote: Vec<RemoteRoutes>,
+    /// Other nodes changed since the last publication.
+    nodes_changed: bool,
     conflicts: BTreeSet<QualifiedMcpToolName>,
     /// Reports taken but not yet published, oldest first.
     unpublished: Vec<Unpublished>,
@@ -158,6 +175,11 @@ impl Actor for RegistryActor {
                     state.publish_soon(&myself);
                 }
             }
+            RegistryMsg::NodesChanged => {
+                state.remote = nodes::remote_routes(&state.args.nodes, &state.args.bus);
+                state.nodes_changed = true;
+                state.publish_soon(&myself);
+            }
         }
         Ok(())
     }
@@ -178,7 +200,8 @@ fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
             },
         );
     }
-    for route in table.iter() {
+    // Other nodes' routes are rebuilt from what they advertise, not resumed.
+    for route in table.iter().filter(|r| r.node.is_none()) {
         servers
             .entry(route.server_id)
             .or_insert_with(|| ServerRoutes {
@@ -196,6 +219,8 @@ fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
 impl RegistryState {
     fn new(args: RegistryArgs, servers: BTreeMap<ServerId, ServerRoutes>) -> Self {
         RegistryState {
+            remote: nodes::remote_routes(&args.nodes, &args.bus),
+            nodes_changed: false,
             args,
             servers,
             conflicts: BTreeSet::new(),
@@ -293,11 +318,14 @@ impl RegistryState {
                     definition: Arc::new(definition),
                     server_id: report.id,
                     server: report.name.clone(),
-                    lane: report.link.lane.clone(),
-                    request_timeout: report.link.request_timeout,
-                    output,
-                    task,
-                    task_cancels: report.link.offers.task_cancels,
+                    node: None,
+                    via: Via::Lane(LaneRoute {
+                        lane: report.link.lane.clone(),
+                        request_timeout: report.link.request_timeout,
+                        output,
+                        task,
+                        task_cancels: report.link.offers.task_cancels,
+                    }),
                 });
                 (key, route)
             })
@@ -332,9 +360,10 @@ impl RegistryState {
     /// Stores the routes of every report taken so far, then announces each
     /// report whose routes are still current (ready, tools changed).
     fn publish(&mut self, myself: &ActorRef<RegistryMsg>) {
-        if self.unpublished.is_empty() && self.removed.is_empty() {
+        if self.unpublished.is_empty() && self.removed.is_empty() && !self.nodes_changed {
             return;
         }
+        self.nodes_changed = false;
         let started = Instant::now();
         self.rebuild();
         let ended = Instant::now();
@@ -392,17 +421,30 @@ impl RegistryState {
     /// One pass over the routes, one allocation per conflict rather than per
     /// name: a fleet's start publishes often, and each publication walks them all.
     fn rebuild(&mut self) {
-        let total = self.servers.values().map(|s| s.routes.len()).sum();
+        let contested = nodes::contested(&self.args.nodes, &self.args.status);
+        let local = self.servers.values().map(|s| (&s.name, &s.routes));
+        let remote = self.remote.iter().map(|r| (&r.server, &r.routes));
+        let total = local
+            .clone()
+            .chain(remote.clone())
+            .map(|(_, routes)| routes.len())
+            .sum();
         let mut routes: HashMap<Arc<str>, Arc<Route>> = HashMap::with_capacity(total);
         // Each name claimed more than once, with every claimant's server in order.
         let mut clashes: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
-        for server in self.servers.values() {
-            for (key, route) in &server.routes {
+        // Routes of servers whose name more than one node claims, with those nodes.
+        let mut withheld: Vec<(&Arc<Route>, &Vec<Arc<str>>)> = Vec::new();
+        for (server, server_routes) in local.chain(remote) {
+            if let Some(nodes) = contested.get(server) {
+                withheld.extend(server_routes.iter().map(|(_, route)| (route, nodes)));
+                continue;
+            }
+            for (key, route) in server_routes {
                 match routes.entry(key.clone()) {
                     Entry::Occupied(first) => clashes
                         .entry(key.clone())
                         .or_insert_with(|| vec![first.get().server.clone()])
-                        .push(server.name.clone()),
+                        .push(server.clone()),
                     Entry::Vacant(slot) => {
                         slot.insert(route.clone());
                     }
@@ -420,9 +462,22 @@ impl RegistryState {
                 self.args.bus.emit(HostEvent::RouteConflict {
                     name: qualified.clone(),
                     servers,
+                    nodes: Vec::new(),
                 });
             }
             conflicts.insert(qualified);
+        }
+        for (route, nodes) in withheld {
+            let qualified = &route.definition.name;
+            if !self.conflicts.contains(qualified) && !conflicts.contains(qualified) {
+                tracing::warn!(name = %qualified, ?nodes, "route conflict: server claimed by more than one node; not advertised");
+                self.args.bus.emit(HostEvent::RouteConflict {
+                    name: qualified.clone(),
+                    servers: vec![route.server.clone(); nodes.len()],
+                    nodes: nodes.clone(),
+                });
+            }
+            conflicts.insert(qualified.clone());
         }
         self.conflicts = conflicts;
         self.args

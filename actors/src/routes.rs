@@ -13,6 +13,7 @@ use parking_lot::RwLock;
 
 use crate::catalog::ServerLink;
 use crate::lane::CallLane;
+use crate::remote::RemoteCalls;
 use crate::status::ServerId;
 
 /// One advertised tool and where calls to it go.
@@ -21,10 +22,27 @@ pub struct Route {
     /// The definition to hand to a model, shared: handing the tool set out
     /// copies pointers, not schemas.
     pub definition: Arc<ToolDefinition>,
-    /// The serving server.
+    /// The serving server, as the node that supervises it numbers it.
     pub server_id: ServerId,
     /// Its name.
     pub server: Arc<str>,
+    /// The node that supervises the server, when it is not this host.
+    pub node: Option<Arc<str>>,
+    pub(crate) via: Via,
+}
+
+/// How a call to a route travels.
+#[derive(Debug, Clone)]
+pub(crate) enum Via {
+    /// Through this host's connection to the server.
+    Lane(LaneRoute),
+    /// To the node that supervises the server, which runs it on its own lane.
+    Node(Arc<dyn RemoteCalls>),
+}
+
+/// A route served by a connection of this host.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneRoute {
     pub(crate) lane: Arc<CallLane>,
     pub(crate) request_timeout: Duration,
     /// Checks results against the tool's `outputSchema`, where the revision asks for it.

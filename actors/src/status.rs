@@ -155,6 +155,11 @@ impl StatusBoard {
         all
     }
 
+    /// Every server's name (a name twice when two connections share it for a moment).
+    pub(crate) fn names(&self) -> Vec<Arc<str>> {
+        self.map.read().values().map(|s| s.name.clone()).collect()
+    }
+
     /// True when every server is in a settled state; reads in place, no copies.
     pub(crate) fn all_settled(&self) -> bool {
         self.map.read().values().all(|s| s.state.is_settled())

@@ -19,6 +19,7 @@ use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError, DownReason, FailureCell};
 use crate::events::{EventBus, HostEvent};
 use crate::messages::{ServerMsg, SupervisorMsg};
+use crate::nodes::NodeBoard;
 use crate::options::{ServerSpec, SupervisorOptions};
 use crate::registry::{RegistryActor, RegistryArgs, RegistryMsg};
 use crate::restart::{RestartDecision, RestartTracker};
@@ -35,6 +36,7 @@ pub(crate) struct SupervisorArgs {
     pub(crate) bus: EventBus,
     pub(crate) status: Arc<StatusBoard>,
     pub(crate) routes: Arc<RouteSnapshot>,
+    pub(crate) nodes: Arc<NodeBoard>,
 }
 
 struct Slot {
@@ -57,6 +59,8 @@ pub(crate) struct SupervisorState {
     next_id: u64,
     /// What a restarted registry is given.
     routes: Arc<RouteSnapshot>,
+    /// The cluster's other nodes, for a restarted registry too.
+    nodes: Arc<NodeBoard>,
 }
 
 impl Slot {
@@ -98,10 +102,13 @@ impl Actor for SupervisorActor {
         args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
         let routes = args.routes.clone();
+        let nodes = args.nodes.clone();
         let registry_args = RegistryArgs {
             routes: args.routes,
             bus: args.bus.clone(),
             resume: false,
+            status: args.status.clone(),
+            nodes: args.nodes,
         };
         let (registry, _) = RegistryActor::spawn_linked(
             None,
@@ -139,6 +146,7 @@ impl Actor for SupervisorActor {
             slots,
             next_id,
             routes,
+            nodes,
         })
     }
 
@@ -215,6 +223,7 @@ impl Actor for SupervisorActor {
                     state.restart_registry(&myself, reason).await?;
                 }
             }
+            SupervisorMsg::NodesChanged => state.ctx.to_registry(RegistryMsg::NodesChanged),
             SupervisorMsg::Shutdown { reply } => {
                 state.shutdown().await;
                 if let Some(reply) = reply {
@@ -393,6 +402,8 @@ impl SupervisorState {
             routes: self.routes.clone(),
             bus: self.ctx.bus.clone(),
             resume: true,
+            status: self.ctx.status.clone(),
+            nodes: self.nodes.clone(),
         };
         let (registry, _) =
             RegistryActor::spawn_linked(None, RegistryActor::new(), args, myself.get_cell())

@@ -31,7 +31,7 @@ use tokio::task::AbortHandle;
 use crate::error::CallError;
 use crate::lane::{Answer, CallLane};
 use crate::options::ProgressCallback;
-use crate::routes::Route;
+use crate::routes::{LaneRoute, Route};
 
 /// Fastest and slowest polling, whatever the server suggests.
 const POLL_FLOOR: Duration = Duration::from_millis(100);
@@ -126,22 +126,23 @@ impl TaskFlow {
     }
 }
 
-/// Starts a task call of `route`'s tool on `runtime`; the answer comes as a
-/// call's does. `cancels`: the server offers `tasks/cancel`.
+/// Starts a task call of `route`'s tool on `runtime` through its connection
+/// (`local`); the answer comes as a call's does.
 pub(crate) fn start(
     runtime: &tokio::runtime::Handle,
     route: &Route,
+    local: &LaneRoute,
     arguments: Option<Value>,
     progress: Option<ProgressCallback>,
     timeout: Duration,
-    cancels: bool,
 ) -> (Arc<TaskFlow>, Answer) {
-    let lane = route.lane.clone();
+    let cancels = local.task_cancels;
+    let lane = local.lane.clone();
     let token = lane.next_id();
     let (reply, answer) = oneshot::channel();
     let flow = Arc::new(TaskFlow {
         lane: lane.clone(),
-        request_timeout: route.request_timeout,
+        request_timeout: local.request_timeout,
         call_timeout: timeout,
         cancels,
         stage: Mutex::new(Stage::Creating),
@@ -153,7 +154,7 @@ pub(crate) fn start(
         lane.watch(token, progress);
     }
     let tool = route.definition.name.tool().to_string();
-    let output = route.output.clone();
+    let output = local.output.clone();
     let server = lane.server().clone();
     let running = flow.clone();
     let task = runtime.spawn(async move {

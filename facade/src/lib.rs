@@ -55,6 +55,9 @@ pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
 
 /// OAuth for HTTP servers.
 pub use mcpvisor_auth as auth;
+/// Supervisors on several machines as one cluster (`Host::join_cluster`).
+pub use mcpvisor_cluster as cluster;
+pub use mcpvisor_cluster::JoinCluster;
 /// The sans-I/O protocol crate.
 pub use mcpvisor_protocol as protocol;
 /// The transports crate.

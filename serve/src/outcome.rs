@@ -24,6 +24,11 @@ pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> O
     let server = routed
         .and_then(|r| QualifiedMcpToolName::parse(r).ok())
         .map(|n| n.server().to_string());
+    if let Some(server) = server.as_deref()
+        && let Some(outcome) = elsewhere(host, server)
+    {
+        return outcome;
+    }
     let status = server
         .as_deref()
         .and_then(|s| host.servers().into_iter().find(|st| &*st.name == s));
@@ -60,6 +65,42 @@ pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> O
     }))
 }
 
+/// For a server another node of the cluster supervises: why it has no route
+/// (down there, or its name claimed by more than one node). `None` when no
+/// other node has a server of that name.
+fn elsewhere(host: &Host, server: &str) -> Option<Outcome> {
+    let claimants: Vec<(String, String)> = host
+        .nodes()
+        .iter()
+        .flat_map(|node| {
+            node.servers
+                .iter()
+                .filter(|s| &*s.name == server)
+                .map(|s| (node.node.to_string(), s.state.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (node, state) = claimants.first()?;
+    let mine = host.servers().iter().any(|s| &*s.name == server);
+    if mine || claimants.len() > 1 {
+        let mut nodes: Vec<&str> = claimants.iter().map(|(n, _)| n.as_str()).collect();
+        if mine {
+            nodes.push("this node");
+        }
+        return Some(Ok(tool_error(format!(
+            "server `{server}` is supervised on more than one node ({}); a name two nodes claim is routed on neither until one of them is renamed or removed",
+            nodes.join(", ")
+        ))));
+    }
+    Some(Ok(tool_error(match state.as_str() {
+        "ready" => format!("server `{server}` on node `{node}` is restarting; retry in a moment"),
+        "failed" => format!(
+            "server `{server}` on node `{node}` failed too often and stays down; it needs `mcpvisor restart {server}` there"
+        ),
+        other => format!("server `{server}` on node `{node}` is {other}; retry in a moment"),
+    })))
+}
+
 /// The answer for a call that failed behind a valid route.
 pub(crate) fn failed(error: CallError) -> Outcome {
     match error {
@@ -88,6 +129,9 @@ pub(crate) fn failed(error: CallError) -> Outcome {
             "server `{server}` sent a result that is not a valid tool result: {source}"
         ))),
         CallError::Shutdown => Ok(tool_error("mcpvisor is shutting down")),
+        CallError::NodeLost { node, server } => Ok(tool_error(format!(
+            "node `{node}`, which runs server `{server}`, was lost before answering; whether the call ran is unknown; its tools return when the node does"
+        ))),
         other => Ok(tool_error(other.to_string())),
     }
 }

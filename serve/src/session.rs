@@ -453,10 +453,7 @@ impl Session {
                 self.state.lock().log_level = Some(level);
                 Ok(json!({}))
             }
-            extension::SERVERS => {
-                let servers: Vec<Value> = host.servers().iter().map(wire::status_json).collect();
-                Ok(json!({ "servers": servers }))
-            }
+            extension::SERVERS => Ok(json!({ "servers": wire::cluster_statuses(host) })),
             extension::RESTART => {
                 let name = params
                     .as_ref()

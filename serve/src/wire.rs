@@ -53,6 +53,38 @@ pub fn status_json(s: &ServerStatus) -> Value {
     })
 }
 
+/// Every server this host routes to: its own (with its node name, once it
+/// joined a cluster), then every other node's, as that node advertised it.
+pub fn cluster_statuses(host: &mcpvisor::Host) -> Vec<Value> {
+    let local = host.node_name();
+    let mut all: Vec<Value> = host
+        .servers()
+        .iter()
+        .map(|s| {
+            let mut status = status_json(s);
+            if let Some(node) = &local {
+                status["node"] = json!(&**node);
+            }
+            status
+        })
+        .collect();
+    for node in host.nodes() {
+        for s in &node.servers {
+            all.push(json!({
+                "name": &*s.name,
+                "node": &*node.node,
+                "state": &*s.state,
+                "detail": match &s.reason {
+                    Some(reason) => format!("{}: {reason}", s.state),
+                    None => s.state.to_string(),
+                },
+                "tools": s.tools.len(),
+            }));
+        }
+    }
+    all
+}
+
 /// What a reload did.
 pub fn reload_json(r: &ReloadReport) -> Value {
     let names = |v: &[std::sync::Arc<str>]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -101,9 +133,14 @@ pub fn event_json(e: &HostEvent) -> Value {
             "event": "tools_changed", "server": &**server,
             "tools": tools.iter().map(|t| t.as_str()).collect::<Vec<_>>()
         }),
-        HostEvent::RouteConflict { name, servers } => json!({
+        HostEvent::RouteConflict {
+            name,
+            servers,
+            nodes,
+        } => json!({
             "event": "route_conflict", "name": name.as_str(),
-            "servers": servers.iter().map(|s| &**s).collect::<Vec<_>>()
+            "servers": servers.iter().map(|s| &**s).collect::<Vec<_>>(),
+            "nodes": nodes.iter().map(|s| &**s).collect::<Vec<_>>()
         }),
         HostEvent::RouteRejected {
             server,

@@ -6,6 +6,7 @@ pub mod attached;
 pub mod auth_server;
 pub mod http_server;
 pub mod logs;
+pub mod mcp_http;
 pub mod oidc;
 pub mod peers;
 pub mod proc;

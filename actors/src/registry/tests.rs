@@ -14,8 +14,10 @@ use super::{RegistryArgs, RegistryState, ToolsReport, published_servers};
 use crate::catalog::{Offers, ServerLink};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{CallLane, LaneWriter};
+use crate::nodes::NodeBoard;
+use crate::remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 use crate::routes::RouteSnapshot;
-use crate::status::ServerId;
+use crate::status::{ServerId, StatusBoard};
 use crate::test_actors::server_and_transport;
 
 fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
@@ -25,6 +27,8 @@ fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
         routes: Arc::new(RouteSnapshot::default()),
         bus,
         resume: false,
+        status: StatusBoard::new(),
+        nodes: Arc::new(NodeBoard::default()),
     };
     let state = RegistryState::new(args, BTreeMap::new());
     (state, events)
@@ -190,4 +194,156 @@ async fn a_removal_is_published_and_announced() {
     });
     assert!(gone, "the removal is announced with no tools");
     registry.stop(None);
+}
+
+/// Another node's calls, never made here.
+#[derive(Debug)]
+struct Unreached;
+
+impl RemoteCalls for Unreached {
+    fn start(&self, _request: RemoteRequest) -> RemoteCall {
+        let (_, answer) = tokio::sync::oneshot::channel();
+        RemoteCall {
+            answer,
+            cancel: Arc::new(|| {}),
+        }
+    }
+}
+
+fn node(name: &str, servers: &[(&str, &[&str])]) -> NodeServers {
+    let servers = servers
+        .iter()
+        .map(|(server, tools)| RemoteServer {
+            name: Arc::from(*server),
+            state: Arc::from("ready"),
+            reason: None,
+            tools: tools
+                .iter()
+                .map(|t| {
+                    let tool = Tool {
+                        name: t.to_string(),
+                        description: None,
+                        input_schema: json!({"type": "object"}),
+                        annotations: None,
+                        title: None,
+                        output_schema: None,
+                        execution: None,
+                        icons: Vec::new(),
+                    };
+                    Arc::new(
+                        mcpvisor_protocol::ToolDefinition::from_owned_tool(server, tool)
+                            .unwrap()
+                            .0,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    NodeServers {
+        node: Arc::from(name),
+        servers,
+        calls: Arc::new(Unreached),
+    }
+}
+
+/// A host named node `a` supervising `servers` (their names are its claims).
+async fn node_a(
+    servers: &[(u64, &str, &[&str])],
+) -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
+    let (mut state, events) = state();
+    state.args.nodes.name_local(Arc::from("a"));
+    for (id, name, tools) in servers {
+        state
+            .args
+            .status
+            .update(ServerId(*id), &Arc::from(*name), |_| {});
+        state.report(report(*id, name, tools).await);
+    }
+    (state, events)
+}
+
+fn nodes_changed(state: &mut RegistryState) {
+    state.remote = super::nodes::remote_routes(&state.args.nodes, &state.args.bus);
+    state.rebuild();
+}
+
+#[tokio::test]
+async fn another_nodes_servers_are_routed_with_their_node() {
+    let (mut state, _events) = node_a(&[(1, "alpha", &["echo"])]).await;
+    state
+        .args
+        .nodes
+        .set(node("b", &[("beta", &["echo", "add"])]));
+    nodes_changed(&mut state);
+    let routes = state.args.routes.load();
+    assert_eq!(routes.len(), 3);
+    let remote = routes.get("mcp__beta__add").expect("b's tool is routed");
+    assert_eq!(remote.node.as_deref(), Some("b"));
+    assert!(routes.get("mcp__alpha__echo").unwrap().node.is_none());
+    // The node is lost: its routes go, this host's stay.
+    state.args.nodes.remove("b");
+    nodes_changed(&mut state);
+    let routes = state.args.routes.load();
+    assert_eq!(routes.len(), 1);
+    assert!(routes.get("mcp__alpha__echo").is_some());
+}
+
+#[tokio::test]
+async fn a_server_name_two_nodes_claim_is_routed_on_neither_and_reported_with_both() {
+    let (mut state, mut events) =
+        node_a(&[(1, "alpha", &["echo"]), (2, "dup", &["echo", "mine"])]).await;
+    state.rebuild();
+    assert!(state.args.routes.load().get("mcp__dup__echo").is_some());
+    drain(&mut events);
+    state
+        .args
+        .nodes
+        .set(node("b", &[("dup", &["echo", "theirs"])]));
+    nodes_changed(&mut state);
+    let routes = state.args.routes.load();
+    for withheld in ["mcp__dup__echo", "mcp__dup__mine", "mcp__dup__theirs"] {
+        assert!(routes.get(withheld).is_none(), "{withheld} is routed");
+    }
+    assert!(routes.get("mcp__alpha__echo").is_some());
+    assert!(
+        state.advertised(ServerId(2)).is_empty(),
+        "this host's dup is withheld too"
+    );
+    let conflicts: Vec<(String, Vec<Arc<str>>)> = drain(&mut events)
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::RouteConflict { name, nodes, .. } => Some((name.to_string(), nodes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(conflicts.len(), 3, "one per withheld tool: {conflicts:?}");
+    for (_, nodes) in &conflicts {
+        assert_eq!(nodes.iter().map(|n| &**n).collect::<Vec<_>>(), ["a", "b"]);
+    }
+    // Claimed even while down: a server with no routes still claims its name.
+    state.servers.remove(&ServerId(2));
+    nodes_changed(&mut state);
+    assert!(state.args.routes.load().get("mcp__dup__theirs").is_none());
+    // b is lost: this host's claim alone is left.
+    state.args.nodes.remove("b");
+    state.report(report(2, "dup", &["echo", "mine"]).await);
+    nodes_changed(&mut state);
+    assert!(state.args.routes.load().get("mcp__dup__mine").is_some());
+}
+
+#[tokio::test]
+async fn a_tool_advertised_under_another_servers_name_is_refused() {
+    let (mut state, mut events) = node_a(&[]).await;
+    let mut lying = node("b", &[("beta", &["echo"])]);
+    let foreign = node("b", &[("alpha", &["steal"])]).servers[0].tools[0].clone();
+    lying.servers[0].tools.push(foreign);
+    state.args.nodes.set(lying);
+    nodes_changed(&mut state);
+    let routes = state.args.routes.load();
+    assert!(routes.get("mcp__beta__echo").is_some());
+    assert!(routes.get("mcp__alpha__steal").is_none());
+    assert!(drain(&mut events).iter().any(|e| matches!(
+        e,
+        HostEvent::RouteRejected { tool, .. } if tool == "mcp__alpha__steal"
+    )));
 }

@@ -11,6 +11,7 @@ mod arguments;
 mod attached;
 mod chaos;
 mod cli;
+mod cluster;
 mod describe;
 mod edit;
 mod entry_view;

@@ -52,6 +52,8 @@ pub(crate) struct ServeArgs {
     /// --token-file. For testing how an agent copes; off by default.
     #[arg(long)]
     allow_faults: bool,
+    #[command(flatten)]
+    cluster: crate::cluster::ClusterArgs,
 }
 
 impl ServeArgs {
@@ -112,6 +114,14 @@ pub(crate) async fn serve(
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
+    // Held while serving: dropping it leaves the cluster.
+    let cluster = match args.cluster.join(&host).await {
+        Ok(cluster) => cluster,
+        Err(e) => {
+            host.shutdown().await;
+            return Err(e);
+        }
+    };
     let reloader: Reloader = Arc::new(move || specs().map_err(|Failure(message, _)| message));
     let gateway = Gateway::new(host.clone(), gateway_options, Some(reloader), Some(callers));
     let mut tasks = Vec::new();
@@ -167,6 +177,7 @@ pub(crate) async fn serve(
         signals.await;
     }
     let code = ExitCode::SUCCESS;
+    drop(cluster);
     gateway.stop();
     for task in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(3), task).await;

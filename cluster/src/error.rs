@@ -1,0 +1,45 @@
+//! Why a host could not join a cluster.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why joining a cluster failed. None of these carries the cookie or a key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The cookie file cannot be used.
+    #[error("cookie file {}: {reason}", path.display())]
+    Cookie {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A TLS file cannot be used.
+    #[error("TLS {what} {}: {reason}", path.display())]
+    Tls {
+        /// Which file (`certificate`, `key`, `CA`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The node name is not one a cluster can use.
+    #[error("node name {0:?} must be 1 to 128 letters, digits, or - _ . : [ ]")]
+    NodeName(String),
+    /// The heartbeat would declare live nodes lost.
+    #[error("heartbeat {heartbeat:?} must be non-zero and shorter than lost-after {lost_after:?}")]
+    Heartbeat {
+        /// How often nodes tell each other they are alive.
+        heartbeat: Duration,
+        /// After how long a silent node is lost.
+        lost_after: Duration,
+    },
+    /// The host already belongs to a cluster.
+    #[error("this host already joined a cluster as node `{0}`")]
+    AlreadyJoined(String),
+    /// The node's listener or agent could not start.
+    #[error("the cluster node could not start: {0}")]
+    Start(String),
+}

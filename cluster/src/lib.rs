@@ -1,0 +1,149 @@
+//! mcpvisor supervisors on several machines, joined with `ractor_cluster`
+//! into one cluster with one route table.
+//!
+//! Each node supervises the servers of its own configuration, exactly as a
+//! host alone does. [`JoinCluster::join_cluster`] makes a host a node: it
+//! listens for other nodes, dials the ones it is told to join (and every node
+//! those advertise), and authenticates each with the shared [`Cookie`]
+//! (optionally over mutual TLS). Every node then routes every other node's
+//! tools under the same `mcp__server__tool` names; a call to a tool of
+//! another node runs there, through that node's own call path, and its
+//! answer, progress and errors come back typed. A node that goes silent is
+//! lost: calls waiting for it fail with `CallError::NodeLost` and its routes
+//! are withdrawn until it speaks again.
+//!
+//! See `docs/CLUSTER.md` for the topology, how routes converge, and what is
+//! and is not promised on partition.
+
+mod agent;
+mod dial;
+mod error;
+mod inbound;
+mod link;
+mod options;
+mod sessions;
+mod tls;
+mod wire;
+
+use std::future::Future;
+
+use mcpvisor_actors::Host;
+use ractor::{Actor, ActorRef};
+use ractor_cluster::IncomingEncryptionMode;
+use ractor_cluster::node::{NodeConnectionMode, NodeServer, NodeServerMessage};
+
+pub use error::ClusterError;
+pub use options::{ClusterOptions, Cookie, TlsFiles};
+
+use agent::{Agent, AgentArgs};
+use wire::AgentMsg;
+
+/// Room for ractor_cluster's own framing around one of our messages.
+const FRAME_OVERHEAD: u64 = 64 * 1024;
+
+/// A host's membership of a cluster. The node leaves the cluster when this
+/// is dropped (or on [`Cluster::leave`]): hold it as long as the host serves.
+pub struct Cluster {
+    node: String,
+    agent: ActorRef<AgentMsg>,
+    node_server: ActorRef<NodeServerMessage>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("node", &self.node).finish()
+    }
+}
+
+impl Cluster {
+    /// This node's name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Leaves the cluster: other nodes lose this one's routes, calls waiting
+    /// for other nodes fail, and the listener closes.
+    pub fn leave(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.agent.stop(None);
+        self.node_server.stop(None);
+    }
+}
+
+/// Joining a cluster, for a [`Host`].
+pub trait JoinCluster {
+    /// Makes this host a node of a cluster (see the crate's documentation).
+    fn join_cluster(
+        &self,
+        options: ClusterOptions,
+    ) -> impl Future<Output = Result<Cluster, ClusterError>> + Send;
+}
+
+impl JoinCluster for Host {
+    fn join_cluster(
+        &self,
+        options: ClusterOptions,
+    ) -> impl Future<Output = Result<Cluster, ClusterError>> + Send {
+        join(self.clone(), options)
+    }
+}
+
+async fn join(host: Host, options: ClusterOptions) -> Result<Cluster, ClusterError> {
+    options.check()?;
+    let tls = options.tls.as_ref().map(tls::load).transpose()?;
+    let name = options.name();
+    if !host.name_node(&name) {
+        return Err(ClusterError::AlreadyJoined(
+            host.node_name().map(|n| n.to_string()).unwrap_or_default(),
+        ));
+    }
+    // Bound before ractor_cluster takes the port, so a port in use is an error
+    // here rather than a listener that dies in the background.
+    std::net::TcpListener::bind(options.listen)
+        .map_err(|e| ClusterError::Start(format!("cannot listen on {}: {e}", options.listen)))?;
+    let encryption = match &tls {
+        Some(tls) => IncomingEncryptionMode::Tls(tls.acceptor.clone()),
+        None => IncomingEncryptionMode::Raw,
+    };
+    let server = NodeServer::new(
+        options.listen.port(),
+        options.cookie.expose().to_string(),
+        name.clone(),
+        options.listen.ip().to_string(),
+        Some(encryption),
+        // Every node dials every other itself (over TLS when it is on), from
+        // the addresses nodes advertise.
+        Some(NodeConnectionMode::Isolated),
+    )
+    .with_listen_addr(options.listen.ip())
+    .with_max_inbound_frame_size(options.max_message_bytes as u64 + FRAME_OVERHEAD);
+    let (node_server, _) = Actor::spawn(None, server, ())
+        .await
+        .map_err(|e| ClusterError::Start(e.to_string()))?;
+    let (agent, _) = Actor::spawn(
+        None,
+        Agent,
+        AgentArgs {
+            host,
+            options,
+            node_server: node_server.clone(),
+            tls,
+        },
+    )
+    .await
+    .map_err(|e| {
+        node_server.stop(None);
+        ClusterError::Start(e.to_string())
+    })?;
+    sessions::watch(&node_server);
+    Ok(Cluster {
+        node: name,
+        agent,
+        node_server,
+    })
+}

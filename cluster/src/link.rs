@@ -1,0 +1,242 @@
+//! Calls this host makes to one other node: each waits in the link's table
+//! until that node answers, the caller cancels, or the node is lost.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use mcpvisor_actors::ProgressCallback;
+use mcpvisor_actors::error::CallError;
+use mcpvisor_actors::remote::{RemoteCall, RemoteCalls, RemoteRequest};
+use mcpvisor_protocol::CallToolResult;
+use mcpvisor_protocol::messages::ProgressParams;
+use parking_lot::Mutex;
+use ractor::ActorRef;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::wire::{AgentMsg, Wire, WireError};
+
+/// Calls to one node that may wait at once; past it a call is refused as overloaded.
+const MAX_PENDING: usize = 65_536;
+
+/// One call waiting for its answer.
+struct Pending {
+    server: Arc<str>,
+    tool: Arc<str>,
+    reply: oneshot::Sender<Result<CallToolResult, CallError>>,
+    progress: Option<ProgressCallback>,
+}
+
+/// How calls reach one other node (its agent), and the calls waiting there.
+#[derive(Clone)]
+pub(crate) struct Link(Arc<LinkInner>);
+
+struct LinkInner {
+    /// The other node.
+    node: Arc<str>,
+    /// This node, as the other knows it.
+    local: Arc<str>,
+    agent: ActorRef<AgentMsg>,
+    max_message: usize,
+    ids: AtomicU64,
+    pending: Mutex<HashMap<u64, Pending>>,
+    /// Set once the node is lost: new calls fail at once.
+    lost: AtomicBool,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("node", &self.0.node)
+            .field("waiting", &self.0.pending.lock().len())
+            .finish()
+    }
+}
+
+impl Link {
+    pub(crate) fn new(
+        node: Arc<str>,
+        local: Arc<str>,
+        agent: ActorRef<AgentMsg>,
+        max_message: usize,
+    ) -> Self {
+        Link(Arc::new(LinkInner {
+            node,
+            local,
+            agent,
+            max_message,
+            ids: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            lost: AtomicBool::new(false),
+        }))
+    }
+
+    /// The other node's agent.
+    pub(crate) fn agent(&self) -> &ActorRef<AgentMsg> {
+        &self.0.agent
+    }
+
+    /// Sends `wire` to the other node; false when it is too large or cannot be sent.
+    pub(crate) fn send(&self, wire: &Wire) -> bool {
+        match wire.encode(self.0.max_message) {
+            Ok(bytes) => self.0.agent.cast(AgentMsg::Frame(bytes)).is_ok(),
+            Err(size) => {
+                tracing::warn!(node = %self.0.node, size, "cluster message over the bound: not sent");
+                false
+            }
+        }
+    }
+
+    /// A call ended on the other node.
+    pub(crate) fn answer(&self, id: u64, outcome: Result<Value, WireError>) {
+        let Some(pending) = self.0.pending.lock().remove(&id) else {
+            // Cancelled here, or an id this node never gave.
+            return;
+        };
+        let result = match outcome {
+            Ok(value) => CallToolResult::parse(value).map_err(|source| CallError::InvalidResult {
+                server: pending.server.clone(),
+                source,
+            }),
+            Err(e) => Err(e.into_call(&self.0.node, &pending.server, &pending.tool)),
+        };
+        let _ = pending.reply.send(result);
+    }
+
+    /// Progress of a call the other node runs.
+    pub(crate) fn progress(&self, id: u64, params: &ProgressParams) {
+        let progress = self
+            .0
+            .pending
+            .lock()
+            .get(&id)
+            .and_then(|p| p.progress.clone());
+        if let Some(progress) = progress {
+            progress(params);
+        }
+    }
+
+    /// The node is lost: every waiting call fails with `NodeLost`, and so does
+    /// every call made after.
+    pub(crate) fn lose(&self) {
+        self.0.lost.store(true, Ordering::Release);
+        let waiting: Vec<Pending> = self.0.pending.lock().drain().map(|(_, p)| p).collect();
+        for pending in waiting {
+            let _ = pending.reply.send(Err(CallError::NodeLost {
+                node: self.0.node.clone(),
+                server: pending.server,
+            }));
+        }
+    }
+
+    /// How many calls wait for this node's answer.
+    pub(crate) fn waiting(&self) -> usize {
+        self.0.pending.lock().len()
+    }
+}
+
+impl LinkInner {
+    fn cancel(&self, id: u64) {
+        let Some(pending) = self.pending.lock().remove(&id) else {
+            return;
+        };
+        let _ = pending.reply.send(Err(CallError::Cancelled));
+        let cancel = Wire::Cancel {
+            from: self.local.to_string(),
+            id,
+        };
+        if let Ok(bytes) = cancel.encode(self.max_message) {
+            let _ = self.agent.cast(AgentMsg::Frame(bytes));
+        }
+    }
+}
+
+impl RemoteCalls for Link {
+    fn start(&self, request: RemoteRequest) -> RemoteCall {
+        let (reply, answer) = oneshot::channel();
+        let inner = &self.0;
+        let refuse = |reply: oneshot::Sender<_>, answer, error: CallError| {
+            let _ = reply.send(Err(error));
+            RemoteCall {
+                answer,
+                cancel: Arc::new(|| {}),
+            }
+        };
+        if inner.lost.load(Ordering::Acquire) {
+            return refuse(
+                reply,
+                answer,
+                CallError::NodeLost {
+                    node: inner.node.clone(),
+                    server: request.server,
+                },
+            );
+        }
+        let id = inner.ids.fetch_add(1, Ordering::Relaxed);
+        let call = Wire::Call {
+            from: inner.local.to_string(),
+            id,
+            tool: request.tool.to_string(),
+            arguments: request.arguments,
+            timeout_ms: request
+                .timeout
+                .map(|t| t.as_millis().min(u64::MAX as u128) as u64),
+            progress: request.progress.is_some(),
+        };
+        let bytes = match call.encode(inner.max_message) {
+            Ok(bytes) => bytes,
+            Err(size) => {
+                return refuse(
+                    reply,
+                    answer,
+                    CallError::InvalidRequest(format!(
+                        "the call's arguments make a {size}-byte message; messages to node `{}` are at most {} bytes",
+                        inner.node, inner.max_message
+                    )),
+                );
+            }
+        };
+        {
+            let mut pending = inner.pending.lock();
+            if pending.len() >= MAX_PENDING {
+                drop(pending);
+                return refuse(
+                    reply,
+                    answer,
+                    CallError::Overloaded {
+                        server: request.server,
+                        limit: MAX_PENDING,
+                    },
+                );
+            }
+            pending.insert(
+                id,
+                Pending {
+                    server: request.server.clone(),
+                    tool: request.tool,
+                    reply,
+                    progress: request.progress,
+                },
+            );
+        }
+        if inner.agent.cast(AgentMsg::Frame(bytes)).is_err() {
+            // The node's session is gone; the loss is being handled.
+            if let Some(p) = inner.pending.lock().remove(&id) {
+                let _ = p.reply.send(Err(CallError::NodeLost {
+                    node: inner.node.clone(),
+                    server: request.server,
+                }));
+            }
+        }
+        let weak = Arc::downgrade(&self.0);
+        RemoteCall {
+            answer,
+            cancel: Arc::new(move || {
+                if let Some(inner) = weak.upgrade() {
+                    inner.cancel(id);
+                }
+            }),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! How a host joins a cluster: its name, where it listens, whom it joins,
+//! the shared cookie, TLS, and the heartbeat that decides a node is lost.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::ClusterError;
+
+/// The longest cookie file read: a cookie is a secret of a few dozen bytes.
+const MAX_COOKIE_BYTES: u64 = 4096;
+
+/// The secret every node of a cluster shares. Nodes that do not present it
+/// are refused. Never shown: `Debug` prints a placeholder.
+#[derive(Clone)]
+pub struct Cookie(String);
+
+impl Cookie {
+    /// Reads the cookie from `path`: the file must be readable by its owner
+    /// alone (mode 0600 or stricter), and hold one non-empty line.
+    pub fn from_file(path: &Path) -> Result<Cookie, ClusterError> {
+        let refuse = |reason: String| ClusterError::Cookie {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| refuse(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(refuse("not a regular file".into()));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(refuse(format!(
+                    "its mode is {mode:04o}; a cookie file must be readable by its owner alone (chmod 600)"
+                )));
+            }
+        }
+        if meta.len() > MAX_COOKIE_BYTES {
+            return Err(refuse(format!(
+                "it is {} bytes; a cookie is at most {MAX_COOKIE_BYTES}",
+                meta.len()
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| refuse(e.to_string()))?;
+        Cookie::new(text.trim()).map_err(|reason| refuse(reason.into()))
+    }
+
+    /// A cookie from its text: non-empty, printable ASCII, no whitespace.
+    pub fn new(text: &str) -> Result<Cookie, &'static str> {
+        if text.is_empty() {
+            return Err("the cookie is empty");
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the cookie must be printable ASCII without spaces");
+        }
+        Ok(Cookie(text.to_string()))
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Cookie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Cookie(<redacted>)")
+    }
+}
+
+/// TLS between nodes: each node presents `cert` (with `key`) and accepts
+/// only peers whose certificate `ca` signed, in both directions.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// This node's certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// The authority that signs every node's certificate (PEM).
+    pub ca: PathBuf,
+}
+
+/// A host's place in a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// This node's name, unique in the cluster (defaults to the listen address).
+    pub node_name: Option<String>,
+    /// Where this node listens for other nodes.
+    pub listen: SocketAddr,
+    /// Nodes to join (`host:port`); kept trying while they cannot be reached.
+    pub join: Vec<String>,
+    /// The shared secret.
+    pub cookie: Cookie,
+    /// TLS between nodes; plain TCP when `None`.
+    pub tls: Option<TlsFiles>,
+    /// How often this node tells each other node it is alive.
+    pub heartbeat: Duration,
+    /// A node not heard from for this long is lost: its routes are withdrawn
+    /// and calls to it fail with `NodeLost`.
+    pub lost_after: Duration,
+    /// The largest message between nodes, either way (a call's arguments or
+    /// result, a node's advertisement). A peer that sends more is disconnected.
+    pub max_message_bytes: usize,
+    /// Calls another node may have running here at once; past it they are
+    /// refused as overloaded.
+    pub max_inbound_calls: usize,
+}
+
+impl ClusterOptions {
+    /// Options with the defaults: heartbeat every 250 ms, lost after 2 s of
+    /// silence, messages up to 8 MiB, 1,024 calls from each node at once.
+    pub fn new(listen: SocketAddr, cookie: Cookie) -> Self {
+        ClusterOptions {
+            node_name: None,
+            listen,
+            join: Vec::new(),
+            cookie,
+            tls: None,
+            heartbeat: Duration::from_millis(250),
+            lost_after: Duration::from_secs(2),
+            max_message_bytes: 8 * 1024 * 1024,
+            max_inbound_calls: 1024,
+        }
+    }
+
+    /// The node's name: as given, else its listen address.
+    pub fn name(&self) -> String {
+        self.node_name
+            .clone()
+            .unwrap_or_else(|| self.listen.to_string())
+    }
+
+    pub(crate) fn check(&self) -> Result<(), ClusterError> {
+        let name = self.name();
+        if name.is_empty()
+            || name.len() > 128
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:[]".contains(&b))
+        {
+            return Err(ClusterError::NodeName(name));
+        }
+        if self.heartbeat.is_zero() || self.lost_after <= self.heartbeat {
+            return Err(ClusterError::Heartbeat {
+                heartbeat: self.heartbeat,
+                lost_after: self.lost_after,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, text: &str, mode: u32) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path =
+            std::env::temp_dir().join(format!("mcpvisor-cookie-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_cookie_file_others_can_read_is_refused() {
+        let path = file("open", "s3cret-cookie\n", 0o644);
+        let e = Cookie::from_file(&path).unwrap_err();
+        assert!(e.to_string().contains("0644"), "{e}");
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let path = file("group", "s3cret-cookie\n", 0o640);
+        assert!(Cookie::from_file(&path).is_err());
+    }
+
+    #[test]
+    fn a_private_cookie_file_is_read_and_never_shown() {
+        let path = file("private", "s3cret-cookie\n", 0o600);
+        let cookie = Cookie::from_file(&path).unwrap();
+        assert_eq!(cookie.expose(), "s3cret-cookie");
+        assert!(!format!("{cookie:?}").contains("s3cret"));
+        let options = ClusterOptions::new("127.0.0.1:1".parse().unwrap(), cookie);
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn empty_or_spaced_cookies_are_refused() {
+        assert!(Cookie::from_file(&file("empty", "\n", 0o600)).is_err());
+        assert!(Cookie::from_file(&file("spaced", "a b\n", 0o600)).is_err());
+    }
+
+    #[test]
+    fn a_heartbeat_slower_than_the_loss_is_refused() {
+        let mut options =
+            ClusterOptions::new("127.0.0.1:1".parse().unwrap(), Cookie::new("c").unwrap());
+        options.lost_after = options.heartbeat;
+        assert!(matches!(
+            options.check(),
+            Err(ClusterError::Heartbeat { .. })
+        ));
+        options.node_name = Some("bad name".into());
+        assert!(matches!(options.check(), Err(ClusterError::NodeName(_))));
+    }
+}
