@@ -216,6 +216,22 @@ async fn nodes_call_each_others_servers_cancel_and_time_out_there() {
     )
     .await;
 
+    // Every node's servers, with their node, on any node.
+    let listed = support::attached::run_ok(&c.dir, &["servers", "--json"]);
+    let listed: Value = serde_json::from_str(&listed).expect("servers --json");
+    let node_of = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["running"]["node"].clone())
+            .unwrap_or_else(|| panic!("{name} not listed: {listed}"))
+    };
+    assert_eq!(node_of("alpha"), "a", "{listed}");
+    assert_eq!(node_of("beta"), "b", "{listed}");
+    assert_eq!(node_of("gamma"), "c", "{listed}");
+
     let echoed = on_b
         .call_result(2, "mcp__alpha__echo", json!({"text": "across"}))
         .await;
@@ -360,6 +376,25 @@ async fn a_killed_node_fails_its_calls_and_leaves_then_returns() {
         true,
     )
     .await;
+    // c's events, other nodes' included, as `mcpvisor watch` shows them.
+    let mut watch = support::attached::mcpvisor(&c.dir)
+        .args(["watch", "--json"])
+        .spawn()
+        .expect("watch");
+    let events = support::attached::Lines::start(watch.stdout.take().unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A's server crashes and comes back: c hears of it from a.
+    let crashed = on_c.call_result(9, "mcp__alpha__crash", json!({})).await;
+    assert!(is_error(&crashed), "{crashed}");
+    let relayed = events.wait_for(QUICK, |l| {
+        l.contains("\"node\":\"a\"") && l.contains("\"server_ready\"") && l.contains("alpha")
+    });
+    assert!(
+        relayed.is_some(),
+        "a's events never reached c:\n{}",
+        events.text()
+    );
+    await_tools(&on_c, &mut id, &["mcp__alpha__echo"], true).await;
 
     // Load: calls held on a, and a steady stream to the survivors.
     let mut held = Vec::new();
@@ -410,6 +445,14 @@ async fn a_killed_node_fails_its_calls_and_leaves_then_returns() {
     }
     await_tools(&on_b, &mut id, &["mcp__alpha__echo"], false).await;
     await_tools(&on_c, &mut id, &["mcp__alpha__echo"], false).await;
+    let lost_event = events.wait_for(QUICK, |l| {
+        l.contains("\"node_lost\"") && l.contains("\"a\"")
+    });
+    assert!(
+        lost_event.is_some(),
+        "no node_lost event:\n{}",
+        events.text()
+    );
     let reply = within(
         QUICK,
         on_b.call(300, "mcp__alpha__echo", json!({"text": "x"})),
@@ -433,6 +476,11 @@ async fn a_killed_node_fails_its_calls_and_leaves_then_returns() {
         .call_result(301, "mcp__alpha__echo", json!({"text": "back"}))
         .await;
     assert_eq!(text(&back), "back", "{back}");
+    let joined = events.wait_for(QUICK, |l| {
+        l.contains("\"node_joined\"") && l.contains("\"a\"")
+    });
+    assert!(joined.is_some(), "no node_joined event:\n{}", events.text());
+    support::attached::kill_group(&mut watch);
     for node in [&mut a, &mut b, &mut c] {
         node.stop();
     }

@@ -154,6 +154,89 @@ pub enum HostEvent {
         /// Why the old one stopped.
         reason: String,
     },
+    /// Another node of the cluster this host joined was met; its routes
+    /// follow as it advertises them.
+    NodeJoined {
+        /// The node.
+        node: Arc<str>,
+    },
+    /// Another node of the cluster was lost: its routes are withdrawn and
+    /// the calls waiting for it failed with `CallError::NodeLost`.
+    NodeLost {
+        /// The node.
+        node: Arc<str>,
+        /// Why it counts as lost.
+        reason: String,
+    },
+    /// Something that happened to another node's server, as that node told it.
+    Remote {
+        /// The node that supervises the server.
+        node: Arc<str>,
+        /// What happened, as [`HostEvent::kind`] names it there (`server_ready`…).
+        kind: Arc<str>,
+        /// Which server, when the event is about one.
+        server: Option<Arc<str>>,
+        /// The event's line on that node.
+        text: String,
+    },
+}
+
+impl HostEvent {
+    /// What happened, in one word: `server_ready`, `tools_changed`, `node_lost`…
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HostEvent::ServerStarting { .. } => "server_starting",
+            HostEvent::ServerReady { .. } => "server_ready",
+            HostEvent::ServerRestarting { .. } => "server_restarting",
+            HostEvent::ServerFailed { .. } => "server_failed",
+            HostEvent::LoginRequired { .. } => "login_required",
+            HostEvent::ServerStopped { .. } => "server_stopped",
+            HostEvent::FaultInjected { .. } => "fault_injected",
+            HostEvent::ToolsChanged { .. } => "tools_changed",
+            HostEvent::RouteConflict { .. } => "route_conflict",
+            HostEvent::RouteRejected { .. } => "route_rejected",
+            HostEvent::Progress { .. } => "progress",
+            HostEvent::ServerLog { .. } => "server_log",
+            HostEvent::SessionRenewed { .. } => "session_renewed",
+            HostEvent::ResourcesChanged { .. } => "resources_changed",
+            HostEvent::ResourceUpdated { .. } => "resource_updated",
+            HostEvent::ElicitationComplete { .. } => "elicitation_complete",
+            HostEvent::PromptsChanged { .. } => "prompts_changed",
+            HostEvent::EventsLost { .. } => "events_lost",
+            HostEvent::RegistryRestarted { .. } => "registry_restarted",
+            HostEvent::NodeJoined { .. } => "node_joined",
+            HostEvent::NodeLost { .. } => "node_lost",
+            HostEvent::Remote { .. } => "remote",
+        }
+    }
+
+    /// The server the event is about, when it is about one.
+    pub fn server(&self) -> Option<&Arc<str>> {
+        match self {
+            HostEvent::ServerStarting { server, .. }
+            | HostEvent::ServerReady { server, .. }
+            | HostEvent::ServerRestarting { server, .. }
+            | HostEvent::ServerFailed { server, .. }
+            | HostEvent::LoginRequired { server, .. }
+            | HostEvent::ServerStopped { server }
+            | HostEvent::FaultInjected { server, .. }
+            | HostEvent::ToolsChanged { server, .. }
+            | HostEvent::RouteRejected { server, .. }
+            | HostEvent::Progress { server, .. }
+            | HostEvent::ServerLog { server, .. }
+            | HostEvent::SessionRenewed { server }
+            | HostEvent::ResourcesChanged { server }
+            | HostEvent::ResourceUpdated { server, .. }
+            | HostEvent::ElicitationComplete { server, .. }
+            | HostEvent::PromptsChanged { server } => Some(server),
+            HostEvent::RouteConflict { servers, .. } => servers.first(),
+            HostEvent::Remote { server, .. } => server.as_ref(),
+            HostEvent::EventsLost { .. }
+            | HostEvent::RegistryRestarted { .. }
+            | HostEvent::NodeJoined { .. }
+            | HostEvent::NodeLost { .. } => None,
+        }
+    }
 }
 
 /// One line for a person: `server: what happened`. Server-supplied text is
@@ -248,6 +331,11 @@ impl fmt::Display for HostEvent {
                 elicitation_id,
             } => format!("{server}: elicitation {elicitation_id} completed"),
             HostEvent::EventsLost { count } => format!("({count} events missed)"),
+            HostEvent::NodeJoined { node } => format!("node {node}: joined"),
+            HostEvent::NodeLost { node, reason } => {
+                format!("node {node}: lost ({reason}); its routes are withdrawn")
+            }
+            HostEvent::Remote { node, text, .. } => format!("[{node}] {text}"),
             HostEvent::RegistryRestarted { reason } => {
                 format!("route registry restarted ({reason}); servers report again")
             }

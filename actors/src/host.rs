@@ -234,21 +234,35 @@ impl Host {
     /// falls behind by more than the configured capacity gets
     /// [`HostEvent::EventsLost`] and continues.
     pub fn events(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
-        let mut rx = self
+        let rx = self
             .0
             .first_events
             .lock()
             .take()
             .unwrap_or_else(|| self.0.bus.subscribe());
-        async_stream::stream! {
-            loop {
-                match rx.recv().await {
-                    Ok(event) => yield event,
-                    Err(broadcast::error::RecvError::Lagged(count)) => yield HostEvent::EventsLost { count },
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-            }
+        event_stream(rx)
+    }
+
+    /// Events from the moment of the call, whoever called [`Host::events`]
+    /// before: for a part of the host (a cluster's agent) that must not take
+    /// the first subscriber's replay from the embedding application.
+    pub fn events_from_now(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
+        event_stream(self.0.bus.subscribe())
+    }
+
+    /// Tells this host's subscribers what happened to other nodes of its
+    /// cluster. Only [`HostEvent::NodeJoined`], [`HostEvent::NodeLost`] and
+    /// [`HostEvent::Remote`] are taken (a cluster relays them); for any other
+    /// event this returns false and emits nothing.
+    pub fn announce(&self, event: HostEvent) -> bool {
+        let about_nodes = matches!(
+            event,
+            HostEvent::NodeJoined { .. } | HostEvent::NodeLost { .. } | HostEvent::Remote { .. }
+        );
+        if about_nodes {
+            self.0.bus.emit(event);
         }
+        about_nodes
     }
 
     /// Every server's status, sorted by name.
@@ -374,6 +388,21 @@ impl Drop for HostInner {
             let _ = self
                 .supervisor
                 .cast(SupervisorMsg::Shutdown { reply: None });
+        }
+    }
+}
+
+/// Events from `rx` as a stream; a subscriber that fell behind is told how much it missed.
+fn event_stream(
+    mut rx: broadcast::Receiver<HostEvent>,
+) -> impl Stream<Item = HostEvent> + Send + 'static {
+    async_stream::stream! {
+        loop {
+            match rx.recv().await {
+                Ok(event) => yield event,
+                Err(broadcast::error::RecvError::Lagged(count)) => yield HostEvent::EventsLost { count },
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
         }
     }
 }

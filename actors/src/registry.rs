@@ -98,6 +98,8 @@ pub(crate) struct RegistryState {
     remote: Vec<RemoteRoutes>,
     /// Other nodes changed since the last publication.
     nodes_changed: bool,
+    /// Other nodes' servers whose routes changed since the last publication.
+    remote_changed: Vec<Arc<str>>,
     conflicts: BTreeSet<QualifiedMcpToolName>,
     /// Reports taken but not yet published, oldest first.
     unpublished: Vec<Unpublished>,
@@ -176,7 +178,18 @@ impl Actor for RegistryActor {
                 }
             }
             RegistryMsg::NodesChanged => {
+                let before = nodes::names_by_server(&state.remote);
                 state.remote = nodes::remote_routes(&state.args.nodes, &state.args.bus);
+                let after = nodes::names_by_server(&state.remote);
+                // Announced at publication, as a local server's new tools are.
+                for (server, names) in &after {
+                    if before.get(server) != Some(names) {
+                        state.remote_changed.push(server.clone());
+                    }
+                }
+                for server in before.keys().filter(|s| !after.contains_key(*s)) {
+                    state.remote_changed.push(server.clone());
+                }
                 state.nodes_changed = true;
                 state.publish_soon(&myself);
             }
@@ -221,6 +234,7 @@ impl RegistryState {
         RegistryState {
             remote: nodes::remote_routes(&args.nodes, &args.bus),
             nodes_changed: false,
+            remote_changed: Vec::new(),
             args,
             servers,
             conflicts: BTreeSet::new(),
@@ -375,6 +389,18 @@ impl RegistryState {
                 server,
                 tools: Vec::new(),
             });
+        }
+        for server in std::mem::take(&mut self.remote_changed) {
+            let mut tools: Vec<QualifiedMcpToolName> = self
+                .remote
+                .iter()
+                .filter(|r| r.server == server)
+                .flat_map(|r| r.routes.iter().map(|(_, route)| &route.definition.name))
+                .filter(|name| !self.conflicts.contains(*name))
+                .cloned()
+                .collect();
+            tools.sort();
+            bus.emit(HostEvent::ToolsChanged { server, tools });
         }
         for done in std::mem::take(&mut self.unpublished) {
             // Gone, or replaced by a newer report that is announced itself.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpvisor_actors::remote::NodeServers;
-use mcpvisor_actors::{Host, ServerState};
+use mcpvisor_actors::{Host, HostEvent};
 use ractor::pg::GroupChangeMessage;
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use ractor_cluster::node::NodeServerMessage;
@@ -23,7 +23,7 @@ use crate::inbound::{Asked, Inbound};
 use crate::link::Link;
 use crate::options::ClusterOptions;
 use crate::tls::Tls;
-use crate::wire::{AgentMsg, MAX_PEERS, MAX_SERVERS, Wire, WireServer, WireTool};
+use crate::wire::{AgentMsg, MAX_EVENT_TEXT, MAX_PEERS, MAX_SERVERS, Wire, WireServer};
 
 /// The process-group scope every node's agent joins.
 pub(crate) const SCOPE: &str = "mcpvisor";
@@ -86,6 +86,7 @@ pub(crate) struct AgentState {
     addresses: HashMap<String, Option<Instant>>,
     ticker: JoinHandle<()>,
     watcher: JoinHandle<()>,
+    events: JoinHandle<()>,
 }
 
 impl Actor for Agent {
@@ -111,6 +112,7 @@ impl Actor for Agent {
                 }
             }
         });
+        let events = crate::relay::relay_events(&args.host, myself.clone());
         let addresses = args
             .options
             .join
@@ -138,6 +140,7 @@ impl Actor for Agent {
             addresses,
             ticker,
             watcher,
+            events,
         })
     }
 
@@ -148,6 +151,7 @@ impl Actor for Agent {
     ) -> Result<(), ActorProcessingErr> {
         state.ticker.abort();
         state.watcher.abort();
+        state.events.abort();
         ractor::pg::demonitor_scope(SCOPE.into(), myself.get_id());
         let names: Vec<Arc<str>> = state.peers.keys().cloned().collect();
         for name in names {
@@ -182,6 +186,17 @@ impl Actor for Agent {
             }
             AgentMsg::Rejoin => state.rejoin(),
             AgentMsg::InboundDone { from, id } => state.inbound.done(&from, id),
+            AgentMsg::LocalEvent { kind, server, text } => {
+                let event = Wire::Event {
+                    from: state.local.to_string(),
+                    kind: kind.to_string(),
+                    server: Some(server),
+                    text,
+                };
+                for peer in state.peers.values().filter(|p| !p.lost) {
+                    peer.link.send(&event);
+                }
+            }
         }
         Ok(())
     }
@@ -222,19 +237,6 @@ impl Actor for Agent {
     }
 }
 
-/// A server's state in a word, as other nodes show it.
-fn state_word(state: &ServerState) -> (&'static str, Option<String>) {
-    match state {
-        ServerState::Starting { .. } => ("starting", None),
-        ServerState::Ready => ("ready", None),
-        ServerState::Restarting { reason, .. } => ("restarting", Some(reason.to_string())),
-        ServerState::Failed { reason } => ("failed", Some(reason.to_string())),
-        ServerState::LoginRequired { reason } => ("login_required", Some(reason.to_string())),
-        ServerState::Stopped => ("stopped", None),
-        _ => ("unknown", None),
-    }
-}
-
 impl AgentState {
     /// A node's agent appeared in its group: greet it and tell it our servers.
     fn meet(&mut self, name: &str, cell: ActorCell) {
@@ -256,6 +258,8 @@ impl AgentState {
             self.options.max_message_bytes,
         );
         tracing::info!(node = %name, "cluster node met");
+        self.host
+            .announce(HostEvent::NodeJoined { node: name.clone() });
         self.peers.insert(
             name.clone(),
             Peer {
@@ -296,6 +300,8 @@ impl AgentState {
         if peer.lost {
             // It speaks again: a fresh link, and its servers asked for anew.
             tracing::info!(node = %from, "cluster node back");
+            self.host
+                .announce(HostEvent::NodeJoined { node: from.clone() });
             peer.lost = false;
             peer.link = Link::new(
                 from.clone(),
@@ -351,6 +357,26 @@ impl AgentState {
             Wire::Progress { id, params, .. } => link.progress(id, &params),
             Wire::Answer { id, outcome, .. } => link.answer(id, outcome),
             Wire::Cancel { id, .. } => self.inbound.cancel(&from, id),
+            Wire::Event {
+                kind,
+                server,
+                mut text,
+                ..
+            } => {
+                if text.len() > MAX_EVENT_TEXT {
+                    let mut end = MAX_EVENT_TEXT;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                }
+                self.host.announce(HostEvent::Remote {
+                    node: from.clone(),
+                    kind: Arc::from(kind.chars().take(64).collect::<String>()),
+                    server: server.map(|s| Arc::from(s.chars().take(128).collect::<String>())),
+                    text,
+                });
+            }
         }
     }
 
@@ -380,64 +406,21 @@ impl AgentState {
         myself.send_after(REPUBLISHED, || AgentMsg::Advertise);
     }
 
-    /// This host's servers and routes, as every other node should know them.
-    fn advert(&self) -> Wire {
-        let table = self.host.routes();
-        let mut tools: HashMap<&str, Vec<WireTool>> = HashMap::new();
-        for route in table.iter().filter(|r| r.node.is_none()) {
-            tools
-                .entry(&route.server)
-                .or_default()
-                .push(WireTool::from_definition(&route.definition));
-        }
-        let servers = self
-            .host
-            .servers()
-            .into_iter()
-            .map(|status| {
-                let (state, reason) = state_word(&status.state);
-                WireServer {
-                    tools: tools.remove(&*status.name).unwrap_or_default(),
-                    name: status.name.to_string(),
-                    state: state.to_string(),
-                    reason,
-                }
-            })
-            .collect();
-        Wire::Advert {
-            from: self.local.to_string(),
-            listen: self.listen.clone(),
-            peers: self
-                .peers
-                .values()
-                .filter(|p| !p.lost)
-                .filter_map(|p| p.listen.clone())
-                .collect(),
-            servers,
-        }
-    }
-
-    /// The advertisement, encoded within the bound: when the tools do not
-    /// fit, the servers alone (their names are still claimed).
+    /// The advertisement as it goes to every node.
     fn encoded_advert(&self) -> Vec<u8> {
-        let mut advert = self.advert();
-        let max = self.options.max_message_bytes;
-        match advert.encode(max) {
-            Ok(bytes) => bytes,
-            Err(size) => {
-                tracing::error!(
-                    size,
-                    max,
-                    "this node's tools do not fit in one cluster message; other nodes get its server names only"
-                );
-                if let Wire::Advert { servers, .. } = &mut advert {
-                    for server in servers {
-                        server.tools.clear();
-                    }
-                }
-                advert.encode(max).unwrap_or_default()
-            }
-        }
+        let peers = self
+            .peers
+            .values()
+            .filter(|p| !p.lost)
+            .filter_map(|p| p.listen.clone())
+            .collect();
+        crate::advert::encoded(
+            &self.host,
+            &self.local,
+            &self.listen,
+            peers,
+            self.options.max_message_bytes,
+        )
     }
 
     fn send_advert(&self, link: &Link) {
@@ -497,6 +480,10 @@ impl AgentState {
         };
         if !peer.lost {
             tracing::warn!(node = %name, waiting = peer.link.waiting(), "cluster node lost: {why}");
+            self.host.announce(HostEvent::NodeLost {
+                node: name.clone(),
+                reason: why.to_string(),
+            });
         }
         peer.lost = true;
         peer.link.lose();

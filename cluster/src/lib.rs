@@ -15,12 +15,14 @@
 //! See `docs/CLUSTER.md` for the topology, how routes converge, and what is
 //! and is not promised on partition.
 
+mod advert;
 mod agent;
 mod dial;
 mod error;
 mod inbound;
 mod link;
 mod options;
+mod relay;
 mod sessions;
 mod tls;
 mod wire;

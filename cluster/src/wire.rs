@@ -24,6 +24,9 @@ use serde_json::Value;
 /// The most servers one node may advertise.
 pub(crate) const MAX_SERVERS: usize = 4096;
 
+/// The longest event line passed to other nodes.
+pub(crate) const MAX_EVENT_TEXT: usize = 4096;
+
 /// The most other nodes' addresses one node may pass on.
 pub(crate) const MAX_PEERS: usize = 1024;
 
@@ -68,6 +71,13 @@ pub(crate) enum Wire {
     },
     /// The receiver's caller gave up on a call the receiver runs for it.
     Cancel { from: String, id: u64 },
+    /// Something happened to one of the sender's servers.
+    Event {
+        from: String,
+        kind: String,
+        server: Option<String>,
+        text: String,
+    },
 }
 
 impl Wire {
@@ -80,7 +90,8 @@ impl Wire {
             | Wire::Call { from, .. }
             | Wire::Progress { from, .. }
             | Wire::Answer { from, .. }
-            | Wire::Cancel { from, .. } => from,
+            | Wire::Cancel { from, .. }
+            | Wire::Event { from, .. } => from,
         }
     }
 
@@ -297,6 +308,12 @@ pub(crate) enum AgentMsg {
     Rejoin,
     /// A call another node asked for ended here (answered or cancelled).
     InboundDone { from: String, id: u64 },
+    /// Something happened to one of this host's servers, for the other nodes.
+    LocalEvent {
+        kind: &'static str,
+        server: String,
+        text: String,
+    },
 }
 
 impl ractor::Message for AgentMsg {

@@ -588,7 +588,14 @@ impl Session {
             (state.watching, state.log_level)
         };
         if watching {
-            let params = json!({"text": event.to_string(), "event": wire::event_json(event)});
+            let mut described = wire::event_json(event);
+            // In a cluster, this node's own events carry its name too.
+            if described.get("node").is_none()
+                && let Some(node) = self.gateway.host().node_name()
+            {
+                described["node"] = json!(&*node);
+            }
+            let params = json!({"text": event.to_string(), "event": described});
             let _ = self
                 .notices
                 .try_send(notification(extension::EVENT, params));

@@ -73,6 +73,7 @@ pub fn cluster_statuses(host: &mcpvisor::Host) -> Vec<Value> {
             all.push(json!({
                 "name": &*s.name,
                 "node": &*node.node,
+                "remote": true,
                 "state": &*s.state,
                 "detail": match &s.reason {
                     Some(reason) => format!("{}: {reason}", s.state),
@@ -181,6 +182,17 @@ pub fn event_json(e: &HostEvent) -> Value {
         HostEvent::RegistryRestarted { reason } => {
             json!({"event": "registry_restarted", "reason": reason})
         }
+        HostEvent::NodeJoined { node } => json!({"event": "node_joined", "node": &**node}),
+        HostEvent::NodeLost { node, reason } => {
+            json!({"event": "node_lost", "node": &**node, "reason": reason})
+        }
+        HostEvent::Remote {
+            node,
+            kind,
+            server,
+            text,
+        } => json!({"event": &**kind, "node": &**node,
+            "server": server.as_deref(), "text": text}),
         other => json!({"event": "other", "text": other.to_string()}),
     }
 }
@@ -228,7 +240,12 @@ pub(crate) fn changes(e: &HostEvent) -> Changed {
 fn changes_routes(e: &HostEvent) -> bool {
     !matches!(
         e,
-        HostEvent::ServerStarting { .. }
+        // Other nodes' routes change through the registry, which says so
+        // with `ToolsChanged`.
+        HostEvent::NodeJoined { .. }
+            | HostEvent::NodeLost { .. }
+            | HostEvent::Remote { .. }
+            | HostEvent::ServerStarting { .. }
             | HostEvent::Progress { .. }
             | HostEvent::ServerLog { .. }
             | HostEvent::RouteRejected { .. }

@@ -5,7 +5,7 @@
 //! decides the same way from the same claims (each node claims every server
 //! it supervises, up or down), so no node keeps a route another withholds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::events::{EventBus, HostEvent};
@@ -57,6 +57,18 @@ pub(super) fn remote_routes(board: &NodeBoard, bus: &EventBus) -> Vec<RemoteRout
         }
     }
     all
+}
+
+/// Each remote server's route names, to tell which changed.
+pub(super) fn names_by_server(remote: &[RemoteRoutes]) -> BTreeMap<Arc<str>, Vec<Arc<str>>> {
+    remote
+        .iter()
+        .map(|r| {
+            let mut names: Vec<Arc<str>> = r.routes.iter().map(|(key, _)| key.clone()).collect();
+            names.sort();
+            (r.server.clone(), names)
+        })
+        .collect()
 }
 
 /// Each server name more than one node claims, with the claiming nodes in

@@ -27,8 +27,17 @@ pub(crate) fn servers(
     live: Option<&[Value]>,
 ) -> Result<ExitCode, Failure> {
     let running = |name: &str| -> Option<&Value> {
-        live.and_then(|all| all.iter().find(|s| s["name"].as_str() == Some(name)))
+        live.and_then(|all| {
+            all.iter()
+                .find(|s| s["name"].as_str() == Some(name) && s["remote"] != true)
+        })
     };
+    // Servers other nodes of the serve's cluster supervise.
+    let remote: Vec<&Value> = live
+        .into_iter()
+        .flatten()
+        .filter(|s| s["remote"] == true)
+        .collect();
     let passthrough = settings.env_passthrough().0;
     let environment = |name: &str| -> Vec<String> {
         project
@@ -79,6 +88,9 @@ pub(crate) fn servers(
                     "running": running(&s.name),
                 })
             })
+            .chain(remote.iter().map(|s| {
+                json!({"name": s["name"], "node": s["node"], "source": format!("node {}", s["node"].as_str().unwrap_or("?")), "running": s})
+            }))
             .collect();
         println!("{}", Value::Array(all));
         return Ok(ExitCode::SUCCESS);
@@ -108,6 +120,15 @@ pub(crate) fn servers(
         if let Some(live) = running(&s.name) {
             println!("    {}", crate::attached::live_line(live));
         }
+    }
+    for s in remote {
+        println!(
+            "{:<20} node {}: {}, {} tools",
+            crate::output::clean_line(s["name"].as_str().unwrap_or("?")),
+            crate::output::clean_line(s["node"].as_str().unwrap_or("?")),
+            crate::output::clean_line(s["detail"].as_str().unwrap_or("?")),
+            s["tools"],
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
