@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 pub mod clients;
+pub mod cluster;
 pub mod figures;
 pub mod gateway;
 pub mod profile;

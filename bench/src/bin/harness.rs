@@ -5,7 +5,8 @@
 //! `harness gateway` measures only `mcpvisor serve` against the other gateways
 //! and puts that section into the existing files, leaving the rest as it was;
 //! `harness curve` does the same for the cost curve (and its SVG charts), and
-//! `harness soak --minutes M` for a soak of M minutes, which only it runs.
+//! `harness soak --minutes M` for a soak of M minutes, and `harness cluster`
+//! for the cluster's figures, which only they run.
 //! The same binary is also the rmcp echo server (`harness rmcp-echo-server`),
 //! the same over Streamable HTTP (`harness rmcp-http-server [--sessions]`),
 //! the mcpvisor demo server (`harness demo-server`) and the memory probe
@@ -18,11 +19,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+use mcpvisor_bench::cluster;
 use mcpvisor_bench::figures::curve::{self, CurvePlan};
 use mcpvisor_bench::figures::{self, Plan, Setup, memory};
 use mcpvisor_bench::gateway::{self, GatewayPeers, GatewaySetup};
 use mcpvisor_bench::profile;
 use mcpvisor_bench::report::Report;
+use mcpvisor_bench::report::cluster::ClusterReport;
 use mcpvisor_bench::report::curve::CurveReport;
 use mcpvisor_bench::report::gateway::GatewayReport;
 use mcpvisor_bench::report::machine::{Machine, Versions};
@@ -82,6 +85,11 @@ enum Only {
         #[arg(long, default_value_t = 60.0)]
         minutes: f64,
     },
+    /// Only the cluster: a call from this process (node B) to a stdio server
+    /// that `mcpvisor serve` (node A) supervises, against a local call and
+    /// the HTTP gateway, and how long a lost node's routes take to leave; the
+    /// section is put into the existing files.
+    Cluster,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -158,6 +166,16 @@ fn main() -> anyhow::Result<()> {
             SoakReport::new(run).splice_into(&out, &Versions::detect(&peers).host_line())?;
             eprintln!(
                 "wrote the soak section of {}",
+                out.join("BENCHMARKS.md").display()
+            );
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            return Ok(());
+        }
+        Some(Only::Cluster) => {
+            let run = runtime.block_on(cluster::run(&plan, &gateway_setup))?;
+            ClusterReport::new(run).splice_into(&out, &Versions::detect(&peers).host_line())?;
+            eprintln!(
+                "wrote the cluster section of {}",
                 out.join("BENCHMARKS.md").display()
             );
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));

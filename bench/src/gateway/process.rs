@@ -121,6 +121,16 @@ pub struct GatewayProcess {
 impl GatewayProcess {
     /// Starts `gateway` in front of the rmcp echo server and returns once a call went through.
     pub async fn start(gateway: Gateway, setup: &GatewaySetup) -> anyhow::Result<GatewayProcess> {
+        GatewayProcess::start_with(gateway, setup, &[]).await
+    }
+
+    /// [`GatewayProcess::start`], with `extra` arguments for `mcpvisor serve`
+    /// (the cluster figures make it a cluster node).
+    pub async fn start_with(
+        gateway: Gateway,
+        setup: &GatewaySetup,
+        extra: &[String],
+    ) -> anyhow::Result<GatewayProcess> {
         let port = free_port()?;
         let upstream = format!("{} {RMCP_ECHO_ARG}", setup.exe.display());
         let node = |script: PathBuf| {
@@ -132,7 +142,8 @@ impl GatewayProcess {
             Gateway::Mcpvisor => {
                 let project = McpvisorProject::create(setup)?;
                 let mut c = setup.mcpvisor_command(&project.config, &project.home);
-                c.args(["serve", "--http", &format!("127.0.0.1:{port}")]);
+                c.args(["serve", "--http", &format!("127.0.0.1:{port}")])
+                    .args(extra);
                 let log = project.log();
                 let url = format!("http://127.0.0.1:{port}/mcp");
                 (c, None, Some(project), log, url)

@@ -3,6 +3,7 @@
 //! Written twice from one [`Report`]: `benchmarks.json` (serde) and
 //! `BENCHMARKS.md` ([`markdown`]).
 
+pub mod cluster;
 pub mod curve;
 pub mod gateway;
 pub mod machine;
@@ -136,12 +137,13 @@ impl Report {
     }
 
     /// Writes `BENCHMARKS.md` and `benchmarks.json` into `dir`, with the
-    /// curve's charts. The soak section of the files already there (a soak is
-    /// run alone) is carried over, and so is the curve section when this run
+    /// curve's charts. The soak and cluster sections of the files already
+    /// there (each is measured alone) are carried over, and so is the curve section when this run
     /// did not measure the curve.
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
         let soak = splice::keep(dir, &soak::SECTION);
+        let cluster = splice::keep(dir, &cluster::SECTION);
         let earlier_curve = match self.curve {
             Some(_) => None,
             None => splice::keep(dir, &curve::SECTION),
@@ -159,6 +161,9 @@ impl Report {
         }
         if let Some(soak) = soak {
             splice::carry_over(dir, &soak::SECTION, &soak)?;
+        }
+        if let Some(cluster) = cluster {
+            splice::carry_over(dir, &cluster::SECTION, &cluster)?;
         }
         Ok(())
     }
