@@ -530,3 +530,98 @@ async fn a_node_with_the_wrong_cookie_is_refused() {
     assert!(stderr.contains("chmod 600"), "{stderr}");
     assert!(!stderr.contains(COOKIE), "{stderr}");
 }
+
+/// A CA, and for each node a certificate for 127.0.0.1 it signed, written
+/// into the node's directory as `cert.pem` and `key.pem` (the CA as `ca.pem`).
+fn certify(ca_dir: &Path, nodes: &[&Node]) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    std::fs::write(ca_dir.join("ca.pem"), ca_cert.pem()).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    for node in nodes {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        std::fs::write(node.dir.join("cert.pem"), cert.pem()).unwrap();
+        std::fs::write(node.dir.join("key.pem"), key.serialize_pem()).unwrap();
+        std::fs::set_permissions(
+            node.dir.join("key.pem"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        if ca_dir != node.dir {
+            std::fs::copy(ca_dir.join("ca.pem"), node.dir.join("ca.pem")).unwrap();
+        }
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn tls_flags(node: &Node) -> Vec<String> {
+    ["cert", "key", "ca"]
+        .iter()
+        .flat_map(|f| {
+            [
+                format!("--tls-{f}"),
+                node.dir.join(format!("{f}.pem")).display().to_string(),
+            ]
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_over_mutual_tls_accept_only_their_cas_certificates() {
+    let mut a = Node::new("tls", "a", &["alpha"]);
+    let mut b = Node::new("tls", "b", &["beta"]);
+    // Right cookie, trusts the cluster's CA, but presents a certificate
+    // another CA signed: only a's check of its client certificate keeps it out.
+    let mut e = Node::new("tls", "e", &["epsilon"]);
+    certify(&a.dir.clone(), &[&a, &b]);
+    certify(&e.dir.clone(), &[&e]);
+    std::fs::copy(a.dir.join("ca.pem"), e.dir.join("ca.pem")).unwrap();
+    let (fa, fb, fe) = (tls_flags(&a), tls_flags(&b), tls_flags(&e));
+    a.start(&[], &strs(&fa));
+    b.start(&[a.address()], &strs(&fb));
+    e.start(&[a.address()], &strs(&fe));
+    assert!(
+        a.serve().output().contains("(TLS)"),
+        "{}",
+        a.serve().output()
+    );
+    let on_b = b.session().await;
+    let mut id = 100;
+    await_tools(&on_b, &mut id, &["mcp__alpha__echo"], true).await;
+    let echoed = on_b
+        .call_result(2, "mcp__alpha__echo", json!({"text": "over tls"}))
+        .await;
+    assert_eq!(text(&echoed), "over tls", "{echoed}");
+    // Several of e's attempts (one a second) come and go.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let on_a = a.session().await;
+    let seen = tool_names(&on_a, &mut id).await;
+    assert!(seen.iter().any(|t| t == "mcp__beta__echo"), "{seen:?}");
+    assert!(
+        !seen.iter().any(|t| t.starts_with("mcp__epsilon__")),
+        "a node with another CA's certificate was let in: {seen:?}"
+    );
+    for node in [&mut a, &mut b, &mut e] {
+        let log = node.stop();
+        assert!(!log.contains("PRIVATE KEY"), "{log}");
+    }
+}
