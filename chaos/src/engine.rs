@@ -13,6 +13,7 @@ use crate::events::EventLog;
 use crate::groups::Groups;
 use crate::invariant::{Invariant, Violation};
 use crate::load::{LoadCall, LoadError, Target};
+use crate::nodes::Nodes;
 use crate::options::{ChaosOptions, Progress};
 use crate::panics;
 use crate::plan::{FaultPlan, Wire, applies};
@@ -34,6 +35,8 @@ pub(crate) struct Engine {
     pub(crate) report: Report,
     pub(crate) events: EventLog,
     pub(crate) groups: Groups,
+    /// The cluster's other nodes, for node-kill cycles.
+    pub(crate) nodes: Nodes,
     panics_before: u64,
 }
 
@@ -50,7 +53,12 @@ pub async fn run(
     let mut index = 0;
     let mut skipped_in_a_row = 0;
     while engine.budget_left(index, started) {
-        if engine.cycle(index).await {
+        let cycled = if engine.node_turn(index) {
+            engine.node_cycle(index).await
+        } else {
+            engine.cycle(index).await
+        };
+        if cycled {
             index += 1;
             skipped_in_a_row = 0;
         } else {
@@ -106,6 +114,20 @@ impl Engine {
             host.shutdown().await;
             return Err(e.into());
         }
+        let nodes = match Nodes::start(
+            &host,
+            chaos.cluster.clone(),
+            &chaos.nodes,
+            chaos.recovery_timeout,
+        )
+        .await
+        {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                host.shutdown().await;
+                return Err(ChaosError::Cluster(e));
+            }
+        };
         let lines = names
             .iter()
             .zip(&wires)
@@ -135,6 +157,7 @@ impl Engine {
             plan,
             events,
             groups: Groups::default(),
+            nodes,
             panics_before,
         };
         engine.warm_up(&statuses).await;
@@ -188,6 +211,12 @@ impl Engine {
             ready,
             servers: self.names.len(),
         });
+    }
+
+    /// Whether cycle `index` kills a node rather than dealing a server a fault.
+    fn node_turn(&self, index: usize) -> bool {
+        let every = self.chaos.node_kill_every;
+        !self.nodes.running.is_empty() && every > 0 && (index + 1) % every == 0
     }
 
     fn budget_left(&self, index: usize, started: Instant) -> bool {
@@ -314,6 +343,7 @@ impl Engine {
         let (restarts, renewed) = self.events.counts();
         self.report.restarts = restarts;
         self.report.sessions_renewed = renewed;
+        self.nodes.stop();
         self.host.shutdown().await;
         self.check_groups(None, &BTreeSet::new()).await;
         self.check_panics(None);

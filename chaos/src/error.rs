@@ -25,4 +25,7 @@ pub enum ChaosError {
     /// The host did not start.
     #[error("the host did not start: {0}")]
     Start(#[from] mcpvisor::StartError),
+    /// The host could not join the cluster, or a node did not start or join.
+    #[error("the cluster did not form: {0}")]
+    Cluster(String),
 }

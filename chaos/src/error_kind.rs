@@ -20,6 +20,8 @@ pub fn error_kind(e: &CallError) -> String {
         CallError::InvalidResult { .. } => "invalid-result".into(),
         CallError::OutputMismatch { .. } => "output-mismatch".into(),
         CallError::Shutdown => "shutdown".into(),
+        CallError::NodeLost { .. } => "node-lost".into(),
+        CallError::Remote { .. } => "remote".into(),
         _ => "other".into(),
     }
 }

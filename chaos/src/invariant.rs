@@ -29,11 +29,13 @@ pub enum Invariant {
     ResourcesInBand,
     /// Nothing panicked.
     NoPanic,
+    /// A killed node's routes left this host within the loss bound plus the slack.
+    NodeWithdrawn,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::ServersStart,
         Invariant::FaultsApplied,
         Invariant::HealthyUnaffected,
@@ -44,6 +46,7 @@ impl Invariant {
         Invariant::NoLeakedProcess,
         Invariant::ResourcesInBand,
         Invariant::NoPanic,
+        Invariant::NodeWithdrawn,
     ];
 
     /// Its name: `healthy-unaffected`, `recovered`, …
@@ -59,6 +62,7 @@ impl Invariant {
             Invariant::NoLeakedProcess => "no-leaked-process",
             Invariant::ResourcesInBand => "resources-in-band",
             Invariant::NoPanic => "no-panic",
+            Invariant::NodeWithdrawn => "node-withdrawn",
         }
     }
 
@@ -87,6 +91,9 @@ impl Invariant {
                 "threads, file descriptors and RSS stayed within the band over the baseline"
             }
             Invariant::NoPanic => "nothing panicked",
+            Invariant::NodeWithdrawn => {
+                "a killed node's routes left this host within the loss bound plus the slack"
+            }
         }
     }
 }

@@ -92,6 +92,14 @@ pub struct ChaosOptions {
     pub rss_slack_kib: u64,
     /// Told of each step.
     pub on_progress: Option<ProgressHook>,
+    /// The cluster the run's host joins, for [`ChaosOptions::nodes`].
+    pub cluster: Option<mcpvisor::cluster::ClusterOptions>,
+    /// Other nodes of that cluster: every [`ChaosOptions::node_kill_every`]th
+    /// cycle kills one of them (the `node-kill` fault) instead of dealing a
+    /// server a fault.
+    pub nodes: Vec<crate::nodes::ChaosNode>,
+    /// How often a cycle is a node kill, when there are nodes (0: never).
+    pub node_kill_every: usize,
 }
 
 impl Default for ChaosOptions {
@@ -114,6 +122,9 @@ impl Default for ChaosOptions {
             fd_slack: 32,
             rss_slack_kib: 256 * 1024,
             on_progress: None,
+            cluster: None,
+            nodes: Vec::new(),
+            node_kill_every: 3,
         }
     }
 }
@@ -131,6 +142,8 @@ impl fmt::Debug for ChaosOptions {
             .field("probe_timeout", &self.probe_timeout)
             .field("recovery_timeout", &self.recovery_timeout)
             .field("callers_per_server", &self.callers_per_server)
+            .field("nodes", &self.nodes)
+            .field("node_kill_every", &self.node_kill_every)
             .finish_non_exhaustive()
     }
 }

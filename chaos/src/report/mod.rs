@@ -260,6 +260,13 @@ impl Report {
         }
     }
 
+    pub(crate) fn node_killed(&mut self) {
+        self.faults
+            .entry(crate::nodes::NODE_KILL)
+            .or_default()
+            .dealt += 1;
+    }
+
     pub(crate) fn skipped(&mut self, kind: &'static str) {
         self.faults.entry(kind).or_default().skipped += 1;
     }
