@@ -133,9 +133,12 @@ pub(crate) enum SupervisorMsg {
     },
 }
 
-// ractor is built with `cluster` (the cluster's node agents talk across
-// machines), so every message type says whether it can cross the wire. These
+// With ractor's `cluster` feature (the cluster's node agents talk across
+// machines) every message type says whether it can cross the wire. These
 // stay on their node: the defaults refuse to serialize them.
+#[cfg(feature = "cluster")]
 impl ractor::Message for ServerMsg {}
+#[cfg(feature = "cluster")]
 impl ractor::Message for TransportMsg {}
+#[cfg(feature = "cluster")]
 impl ractor::Message for SupervisorMsg {}

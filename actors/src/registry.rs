@@ -53,6 +53,7 @@ pub(crate) enum RegistryMsg {
 }
 
 // Stays on its node (see the note in `messages`).
+#[cfg(feature = "cluster")]
 impl ractor::Message for RegistryMsg {}
 
 pub(crate) struct RegistryActor {

@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 pub mod clients;
+#[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod figures;
 pub mod gateway;

@@ -55,8 +55,11 @@ pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
 
 /// OAuth for HTTP servers.
 pub use mcpvisor_auth as auth;
-/// Supervisors on several machines as one cluster (`Host::join_cluster`).
+/// Supervisors on several machines as one cluster (`Host::join_cluster`;
+/// the `cluster` feature).
+#[cfg(feature = "cluster")]
 pub use mcpvisor_cluster as cluster;
+#[cfg(feature = "cluster")]
 pub use mcpvisor_cluster::JoinCluster;
 /// The sans-I/O protocol crate.
 pub use mcpvisor_protocol as protocol;

@@ -19,12 +19,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+#[cfg(feature = "cluster")]
 use mcpvisor_bench::cluster;
 use mcpvisor_bench::figures::curve::{self, CurvePlan};
 use mcpvisor_bench::figures::{self, Plan, Setup, memory};
 use mcpvisor_bench::gateway::{self, GatewayPeers, GatewaySetup};
 use mcpvisor_bench::profile;
 use mcpvisor_bench::report::Report;
+#[cfg(feature = "cluster")]
 use mcpvisor_bench::report::cluster::ClusterReport;
 use mcpvisor_bench::report::curve::CurveReport;
 use mcpvisor_bench::report::gateway::GatewayReport;
@@ -85,10 +87,12 @@ enum Only {
         #[arg(long, default_value_t = 60.0)]
         minutes: f64,
     },
-    /// Only the cluster: a call from this process (node B) to a stdio server
+    /// Only the cluster (built with `--features cluster`): a call from this
+    /// process (node B) to a stdio server
     /// that `mcpvisor serve` (node A) supervises, against a local call and
     /// the HTTP gateway, and how long a lost node's routes take to leave; the
     /// section is put into the existing files.
+    #[cfg(feature = "cluster")]
     Cluster,
 }
 
@@ -171,6 +175,7 @@ fn main() -> anyhow::Result<()> {
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             return Ok(());
         }
+        #[cfg(feature = "cluster")]
         Some(Only::Cluster) => {
             let run = runtime.block_on(cluster::run(&plan, &gateway_setup))?;
             ClusterReport::new(run).splice_into(&out, &Versions::detect(&peers).host_line())?;

@@ -16,14 +16,11 @@ use crate::cluster::{ClusterRound, ClusterRun};
 use crate::stats::median;
 
 /// Where the section sits in the two files.
-pub const SECTION: Section = Section {
-    start: "<!-- cluster figures: written by `harness cluster` -->",
-    end: "<!-- end of cluster figures -->",
-    key: "cluster",
-};
+pub const SECTION: Section = super::CLUSTER_SECTION;
 
 /// The command that writes the section alone.
-pub const COMMAND: &str = "cargo run --release -p mcpvisor-bench --bin harness -- cluster";
+pub const COMMAND: &str =
+    "cargo run --release -p mcpvisor-bench --features cluster --bin harness -- cluster";
 
 /// The targets: remote p50 at most the local p50 plus this, on loopback.
 const P50_ALLOWANCE_US: f64 = 150.0;

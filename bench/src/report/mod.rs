@@ -3,6 +3,7 @@
 //! Written twice from one [`Report`]: `benchmarks.json` (serde) and
 //! `BENCHMARKS.md` ([`markdown`]).
 
+#[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod curve;
 pub mod gateway;
@@ -12,6 +13,14 @@ pub mod soak;
 pub mod splice;
 pub mod svg;
 pub mod targets;
+
+/// Where the cluster section sits: written by `harness cluster` (the
+/// `cluster` feature), carried over by every full run.
+pub const CLUSTER_SECTION: splice::Section = splice::Section {
+    start: "<!-- cluster figures: written by `harness cluster` -->",
+    end: "<!-- end of cluster figures -->",
+    key: "cluster",
+};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -143,7 +152,7 @@ impl Report {
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
         let soak = splice::keep(dir, &soak::SECTION);
-        let cluster = splice::keep(dir, &cluster::SECTION);
+        let cluster = splice::keep(dir, &CLUSTER_SECTION);
         let earlier_curve = match self.curve {
             Some(_) => None,
             None => splice::keep(dir, &curve::SECTION),
@@ -163,7 +172,7 @@ impl Report {
             splice::carry_over(dir, &soak::SECTION, &soak)?;
         }
         if let Some(cluster) = cluster {
-            splice::carry_over(dir, &cluster::SECTION, &cluster)?;
+            splice::carry_over(dir, &CLUSTER_SECTION, &cluster)?;
         }
         Ok(())
     }
