@@ -7,7 +7,7 @@
 //! no routes.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,9 @@ use crate::catalog::ServerLink;
 use crate::events::{EventBus, HostEvent};
 use crate::messages::SupervisorMsg;
 use crate::nodes::NodeBoard;
-use crate::routes::{LaneRoute, Route, RouteSnapshot, RouteTable, ToolOutput, Via};
+use crate::routes::{
+    LaneRoute, Route, RouteRun, RouteSnapshot, RouteTable, ToolOutput, Via, server_order,
+};
 use crate::status::{ServerId, StatusBoard};
 
 mod nodes;
@@ -88,8 +90,8 @@ struct ServerRoutes {
     link: Option<Arc<ServerLink>>,
     /// Which report these routes came from (a later report replaces them).
     report: u64,
-    /// Each route under its qualified name.
-    routes: Vec<(Arc<str>, Arc<Route>)>,
+    /// Each route under its qualified name, sorted by it.
+    routes: RouteRun,
 }
 
 pub(crate) struct RegistryState {
@@ -202,32 +204,36 @@ impl Actor for RegistryActor {
 /// Each server's routes as last published (names in conflict are not in it; the
 /// servers' new reports bring them back).
 fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
-    let mut servers: BTreeMap<ServerId, ServerRoutes> = BTreeMap::new();
+    type Resumed = (
+        Arc<str>,
+        Option<Arc<ServerLink>>,
+        Vec<(Arc<str>, Arc<Route>)>,
+    );
+    let mut servers: BTreeMap<ServerId, Resumed> = BTreeMap::new();
     for link in table.servers() {
-        servers.insert(
-            link.id,
-            ServerRoutes {
-                name: link.name.clone(),
-                link: Some(link.clone()),
-                report: 0,
-                routes: Vec::new(),
-            },
-        );
+        servers.insert(link.id, (link.name.clone(), Some(link.clone()), Vec::new()));
     }
-    // Other nodes' routes are rebuilt from what they advertise, not resumed.
-    for route in table.iter().filter(|r| r.node.is_none()) {
+    // Other nodes' routes are rebuilt from what they advertise, not resumed;
+    // the sorted table keeps each server's routes in order.
+    for route in table.sorted().iter().filter(|r| r.node.is_none()) {
         servers
             .entry(route.server_id)
-            .or_insert_with(|| ServerRoutes {
-                name: route.server.clone(),
-                link: None,
-                report: 0,
-                routes: Vec::new(),
-            })
-            .routes
+            .or_insert_with(|| (route.server.clone(), None, Vec::new()))
+            .2
             .push((Arc::from(route.definition.name.as_str()), route.clone()));
     }
     servers
+        .into_iter()
+        .map(|(id, (name, link, routes))| {
+            let server = ServerRoutes {
+                name,
+                link,
+                report: 0,
+                routes: routes.into(),
+            };
+            (id, server)
+        })
+        .collect()
 }
 
 impl RegistryState {
@@ -325,7 +331,7 @@ impl RegistryState {
             }
         }
         let listed = definitions.len();
-        let routes = definitions
+        let mut routes: Vec<(Arc<str>, Arc<Route>)> = definitions
             .into_iter()
             .map(|(definition, output, task)| {
                 let key = Arc::from(definition.name.as_str());
@@ -345,6 +351,8 @@ impl RegistryState {
                 (key, route)
             })
             .collect();
+        routes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let routes: RouteRun = routes.into();
         self.reports += 1;
         self.servers.insert(
             report.id,
@@ -461,12 +469,17 @@ impl RegistryState {
         let mut clashes: HashMap<Arc<str>, Vec<Arc<str>>> = HashMap::new();
         // Routes of servers whose name more than one node claims, with those nodes.
         let mut withheld: Vec<(&Arc<Route>, &Vec<Arc<str>>)> = Vec::new();
+        // The routed servers' sorted runs, for the table's listing in order.
+        let mut runs: Vec<&RouteRun> = Vec::new();
         for (server, server_routes) in local.chain(remote) {
             if let Some(nodes) = contested.get(server) {
                 withheld.extend(server_routes.iter().map(|(_, route)| (route, nodes)));
                 continue;
             }
-            for (key, route) in server_routes {
+            if !server_routes.is_empty() {
+                runs.push(server_routes);
+            }
+            for (key, route) in server_routes.iter() {
                 match routes.entry(key.clone()) {
                     Entry::Occupied(first) => clashes
                         .entry(key.clone())
@@ -479,10 +492,12 @@ impl RegistryState {
             }
         }
         let mut conflicts = BTreeSet::new();
+        let mut unrouted = HashSet::with_capacity(clashes.len());
         for (key, servers) in clashes {
             let Some(first) = routes.remove(&key) else {
                 continue;
             };
+            unrouted.insert(key);
             let qualified = first.definition.name.clone();
             if !self.conflicts.contains(&qualified) {
                 tracing::warn!(name = %qualified, ?servers, "route conflict: not advertised");
@@ -507,9 +522,11 @@ impl RegistryState {
             conflicts.insert(qualified.clone());
         }
         self.conflicts = conflicts;
+        runs.sort_by(|a, b| server_order(&a[0].1.server, &b[0].1.server));
+        let runs = runs.into_iter().cloned().collect();
         self.args
             .routes
-            .store(RouteTable::new(routes, self.links()));
+            .store(RouteTable::new(routes, self.links(), runs, unrouted));
     }
 
     /// The names advertised for server `id` in the table last built, sorted.

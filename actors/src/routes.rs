@@ -3,7 +3,8 @@
 //! Only the registry writes it; hosts read a snapshot (an `Arc` swapped under a
 //! short lock), so looking a route up never waits on a mailbox.
 
-use std::collections::HashMap;
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -60,14 +61,30 @@ pub(crate) struct ToolOutput {
     pub(crate) check: OutputCheck,
 }
 
+/// One server's routes, sorted by qualified name; built once per report and
+/// shared by every table until the server reports again.
+pub(crate) type RouteRun = Arc<[(Arc<str>, Arc<Route>)]>;
+
+/// Orders servers as their tools' qualified names order: by `name__`. No
+/// server name holds `__`, so one server's `name__` is never a prefix of
+/// another's, and every tool of the first sorts before every tool of the second.
+pub(crate) fn server_order(a: &str, b: &str) -> Ordering {
+    a.bytes().chain(*b"__").cmp(b.bytes().chain(*b"__"))
+}
+
 /// An immutable set of routes, and the ready servers they lead to.
 #[derive(Debug, Default)]
 pub struct RouteTable {
     routes: HashMap<Arc<str>, Arc<Route>>,
     /// Every ready server by name, with or without tools (resources, prompts).
     servers: HashMap<Arc<str>, Arc<ServerLink>>,
-    /// The routes by qualified name, sorted once on first use: listing a table
-    /// again (every client's `tools/list`) then costs no sort.
+    /// Each routed server's sorted run, the servers in [`server_order`]:
+    /// read in turn, every route in name order, without a sort.
+    runs: Vec<RouteRun>,
+    /// Names in `runs` that are not routed (claimed twice).
+    unrouted: HashSet<Arc<str>>,
+    /// The routes by qualified name, made once on first use: listing a table
+    /// again (every client's `tools/list`) then costs nothing more.
     sorted: OnceLock<Vec<Arc<Route>>>,
 }
 
@@ -75,10 +92,14 @@ impl RouteTable {
     pub(crate) fn new(
         routes: HashMap<Arc<str>, Arc<Route>>,
         servers: HashMap<Arc<str>, Arc<ServerLink>>,
+        runs: Vec<RouteRun>,
+        unrouted: HashSet<Arc<str>>,
     ) -> Self {
         RouteTable {
             routes,
             servers,
+            runs,
+            unrouted,
             sorted: OnceLock::new(),
         }
     }
@@ -103,11 +124,32 @@ impl RouteTable {
         self.routes.values()
     }
 
-    /// Every route, sorted by qualified name.
+    /// Every route, sorted by qualified name: the servers' sorted runs read
+    /// in turn (linear in the routes; a sort of the whole table grew worse
+    /// than linearly past 10,000 tools, each comparison a cache miss).
     pub fn sorted(&self) -> &[Arc<Route>] {
         self.sorted.get_or_init(|| {
-            let mut sorted: Vec<Arc<Route>> = self.routes.values().cloned().collect();
-            sorted.sort_unstable_by(|a, b| a.definition.name.cmp(&b.definition.name));
+            let mut sorted = Vec::with_capacity(self.routes.len());
+            for run in &self.runs {
+                for (key, route) in run.iter() {
+                    if !self.unrouted.contains(key) {
+                        sorted.push(route.clone());
+                    }
+                }
+            }
+            // Two runs of one server name (a connection going while its
+            // successor reports) interleave: only then is a sort needed.
+            let shared = self
+                .runs
+                .windows(2)
+                .any(|w| match (w[0].first(), w[1].first()) {
+                    (Some(a), Some(b)) => a.1.server == b.1.server,
+                    _ => false,
+                });
+            if shared || sorted.len() != self.routes.len() {
+                sorted = self.routes.values().cloned().collect();
+                sorted.sort_unstable_by(|a, b| a.definition.name.cmp(&b.definition.name));
+            }
             sorted
         })
     }

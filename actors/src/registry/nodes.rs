@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use crate::events::{EventBus, HostEvent};
 use crate::nodes::NodeBoard;
-use crate::routes::{Route, Via};
+use crate::routes::{Route, RouteRun, Via};
 use crate::status::{ServerId, StatusBoard};
 
 /// One remote server's routes, built once per advertisement.
 pub(super) struct RemoteRoutes {
     pub(super) server: Arc<str>,
-    pub(super) routes: Vec<(Arc<str>, Arc<Route>)>,
+    /// Sorted by name, as a local server's.
+    pub(super) routes: RouteRun,
 }
 
 /// Every other node's servers and their routes. A tool a node advertises
@@ -26,7 +27,7 @@ pub(super) fn remote_routes(board: &NodeBoard, bus: &EventBus) -> Vec<RemoteRout
     let mut all = Vec::new();
     for node in board.snapshot() {
         for server in &node.servers {
-            let mut routes = Vec::with_capacity(server.tools.len());
+            let mut routes: Vec<(Arc<str>, Arc<Route>)> = Vec::with_capacity(server.tools.len());
             for tool in &server.tools {
                 if tool.name.server() != &*server.name {
                     tracing::warn!(node = %node.node, server = %server.name, tool = %tool.name, "remote route refused: another server's name");
@@ -50,9 +51,10 @@ pub(super) fn remote_routes(board: &NodeBoard, bus: &EventBus) -> Vec<RemoteRout
                 };
                 routes.push((Arc::from(tool.name.as_str()), Arc::new(route)));
             }
+            routes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             all.push(RemoteRoutes {
                 server: server.name.clone(),
-                routes,
+                routes: routes.into(),
             });
         }
     }

@@ -347,3 +347,46 @@ async fn a_tool_advertised_under_another_servers_name_is_refused() {
         HostEvent::RouteRejected { tool, .. } if tool == "mcp__alpha__steal"
     )));
 }
+
+fn listed(state: &RegistryState) -> Vec<String> {
+    let table = state.args.routes.load();
+    let listed: Vec<String> = table
+        .sorted()
+        .iter()
+        .map(|r| r.definition.name.to_string())
+        .collect();
+    assert_eq!(listed.len(), table.len(), "{listed:?}");
+    listed
+}
+
+#[tokio::test]
+async fn the_table_lists_every_route_in_name_order() {
+    // Names whose order differs from their servers' names' order ("a" before
+    // "a-" as names, after it as `a__…` against `a-__…`).
+    let (mut state, _events) = node_a(&[
+        (1, "a", &["zeta", "alpha"]),
+        (2, "a-b", &["m"]),
+        (3, "a_b", &["x", "b"]),
+        (4, "ab", &["q"]),
+        (5, "c", &["one", "clash"]),
+    ])
+    .await;
+    state
+        .args
+        .nodes
+        .set(node("b", &[("a-", &["k"]), ("aa", &["j"])]));
+    nodes_changed(&mut state);
+    let names = listed(&state);
+    let mut expected = names.clone();
+    expected.sort();
+    assert_eq!(names, expected);
+    assert_eq!(names.len(), 10);
+    // Two connections of one server (one going, one coming), a name both list.
+    state.report(report(6, "c", &["two", "clash"]).await);
+    state.rebuild();
+    let names = listed(&state);
+    let mut expected = names.clone();
+    expected.sort();
+    assert_eq!(names, expected);
+    assert!(!names.iter().any(|n| n == "mcp__c__clash"), "{names:?}");
+}
