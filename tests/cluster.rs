@@ -625,3 +625,65 @@ async fn nodes_over_mutual_tls_accept_only_their_cas_certificates() {
         assert!(!log.contains("PRIVATE KEY"), "{log}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_node_is_lost_by_the_heartbeat_and_back_when_it_speaks_again() {
+    let mut a = Node::new("frozen", "a", &["alpha"]);
+    let mut b = Node::new("frozen", "b", &["beta"]);
+    let mut c = Node::new("frozen", "c", &["gamma"]);
+    a.start(&[], &[]);
+    b.start(&[a.address()], &[]);
+    c.start(&[a.address()], &[]);
+    let on_b = b.session().await;
+    let mut id = 1000;
+    await_tools(
+        &on_b,
+        &mut id,
+        &["mcp__alpha__echo", "mcp__gamma__echo"],
+        true,
+    )
+    .await;
+    let held = tokio::spawn({
+        let on_b = on_b.clone();
+        async move {
+            let reply = on_b
+                .call(10, "mcp__alpha__sleep", json!({"ms": 30_000}))
+                .await;
+            (Instant::now(), reply.answer(10)["result"].clone())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Stopped, not killed: its sessions stay open, it only goes silent.
+    let serve_pid = Pid::from_raw(a.serve().pid() as i32);
+    let frozen_at = Instant::now();
+    nix::sys::signal::kill(serve_pid, Signal::SIGSTOP).unwrap();
+    // Calls to another node go on while a is silent.
+    for i in 0..10u64 {
+        let result = on_b
+            .call_result(20 + i, "mcp__gamma__echo", json!({"text": "meanwhile"}))
+            .await;
+        assert_eq!(text(&result), "meanwhile", "{result}");
+    }
+    let (ended, result) = within(QUICK, held).await.expect("the held call");
+    assert!(
+        text(&result).contains("node `a`") && text(&result).contains("was lost"),
+        "{result}"
+    );
+    // Lost after 1 s of silence (checked each 100 ms heartbeat), not at once.
+    let after = ended.duration_since(frozen_at);
+    assert!(
+        after >= Duration::from_millis(900) && after < Duration::from_secs(10),
+        "lost {after:?} after it froze"
+    );
+    await_tools(&on_b, &mut id, &["mcp__alpha__echo"], false).await;
+    // It speaks again: its routes return without a new session.
+    nix::sys::signal::kill(serve_pid, Signal::SIGCONT).unwrap();
+    await_tools(&on_b, &mut id, &["mcp__alpha__echo"], true).await;
+    let back = on_b
+        .call_result(40, "mcp__alpha__echo", json!({"text": "thawed"}))
+        .await;
+    assert_eq!(text(&back), "thawed", "{back}");
+    for node in [&mut a, &mut b, &mut c] {
+        node.stop();
+    }
+}

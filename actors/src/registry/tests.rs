@@ -34,6 +34,20 @@ fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
     (state, events)
 }
 
+/// A tool named `name` with an object input schema.
+fn tool(name: &str) -> Tool {
+    Tool {
+        name: name.to_string(),
+        description: None,
+        input_schema: json!({"type": "object"}),
+        annotations: None,
+        title: None,
+        output_schema: None,
+        execution: None,
+        icons: Vec::new(),
+    }
+}
+
 async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
     let ((server, _), (transport, _)) = server_and_transport().await;
     let lane = Arc::new(CallLane::new(
@@ -57,19 +71,7 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
         id: ServerId(id),
         name: Arc::from(name),
         link,
-        tools: tools
-            .iter()
-            .map(|t| Tool {
-                name: t.to_string(),
-                description: None,
-                input_schema: json!({"type": "object"}),
-                annotations: None,
-                title: None,
-                output_schema: None,
-                execution: None,
-                icons: Vec::new(),
-            })
-            .collect(),
+        tools: tools.iter().map(|t| tool(t)).collect(),
         rejected: Vec::new(),
         initial: true,
         pid: None,
@@ -220,18 +222,8 @@ fn node(name: &str, servers: &[(&str, &[&str])]) -> NodeServers {
             tools: tools
                 .iter()
                 .map(|t| {
-                    let tool = Tool {
-                        name: t.to_string(),
-                        description: None,
-                        input_schema: json!({"type": "object"}),
-                        annotations: None,
-                        title: None,
-                        output_schema: None,
-                        execution: None,
-                        icons: Vec::new(),
-                    };
                     Arc::new(
-                        mcpvisor_protocol::ToolDefinition::from_owned_tool(server, tool)
+                        mcpvisor_protocol::ToolDefinition::from_owned_tool(server, tool(t))
                             .unwrap()
                             .0,
                     )
