@@ -192,7 +192,12 @@ fn a_seeded_run_on_real_servers_passes_and_its_json_report_adds_up() {
     assert_eq!(report["panics"], 0);
     assert_eq!(report["violations"], json!([]));
     let invariants = report["invariants"].as_array().unwrap();
-    assert_eq!(invariants.len(), 10);
+    // Every invariant is listed, node-withdrawn too (it holds with no nodes to kill).
+    assert_eq!(invariants.len(), 11);
+    assert!(
+        invariants.iter().any(|i| i["name"] == "node-withdrawn"),
+        "{invariants:?}"
+    );
     assert!(
         invariants.iter().all(|i| i["held"] == true),
         "{invariants:?}"
