@@ -183,8 +183,10 @@ impl Engine {
             );
             self.violate(Invariant::NodeWithdrawn, Some(index), None, detail);
         }
-        for probe in probes {
-            let ended = tokio::time::timeout(bound, probe).await;
+        for mut probe in probes {
+            let ended = tokio::time::timeout(bound, &mut probe).await;
+            // A probe still waiting is a violation below; it must not outlive the cycle.
+            probe.abort();
             let detail = match ended {
                 Ok(Ok((Err(CallError::NodeLost { .. }), at))) if at - killed_at <= bound => {
                     continue;

@@ -24,7 +24,9 @@ fn state_word(state: &ServerState) -> (&'static str, Option<String>) {
 fn advert(host: &Host, local: &str, listen: &str, peers: Vec<String>) -> Wire {
     let table = host.routes();
     let mut tools: HashMap<&str, Vec<WireTool>> = HashMap::new();
-    for route in table.iter().filter(|r| r.node.is_none()) {
+    // In name order: the same servers and tools make the same bytes, so an
+    // unchanged advertisement is recognised and not sent again.
+    for route in table.sorted().iter().filter(|r| r.node.is_none()) {
         tools
             .entry(&route.server)
             .or_default()

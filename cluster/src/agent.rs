@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use mcpvisor_actors::remote::NodeServers;
@@ -43,6 +44,18 @@ const ADVERT_CHECK_TICKS: u64 = 20;
 /// How often an address this node cannot reach is tried again.
 const REJOIN_EVERY: Duration = Duration::from_secs(1);
 
+/// Where this node's call ids start: from the clock, so a node started
+/// again on the same name does not give the ids its previous run gave.
+fn first_call_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    // A node started again begins above every id its earlier run gave,
+    // unless that run made more calls than nanoseconds passed.
+    nanos.max(1)
+}
+
 /// The group of the agent of node `name`.
 pub(crate) fn group_of(name: &str) -> String {
     format!("node:{name}")
@@ -67,6 +80,10 @@ struct Peer {
     lost: bool,
     /// Where it listens, as it advertised.
     listen: Option<String>,
+    /// Where the nodes it hears listen, as it advertised (bounded).
+    knows: Vec<String>,
+    /// Its last advertisement's servers, as sent: one that repeats is not routed again.
+    servers: Vec<u8>,
 }
 
 pub(crate) struct AgentState {
@@ -78,6 +95,8 @@ pub(crate) struct AgentState {
     tls: Option<Tls>,
     peers: HashMap<Arc<str>, Peer>,
     inbound: Inbound,
+    /// Every call id this node gives, across its links (see `Link`).
+    ids: Arc<AtomicU64>,
     /// The advertisement last sent to every node, to skip sending it unchanged.
     advertised: Vec<u8>,
     advert_due: bool,
@@ -134,6 +153,7 @@ impl Actor for Agent {
             tls: args.tls,
             peers: HashMap::new(),
             inbound,
+            ids: Arc::new(AtomicU64::new(first_call_id())),
             advertised: Vec::new(),
             advert_due: false,
             ticks: 0,
@@ -256,6 +276,7 @@ impl AgentState {
             self.local.clone(),
             ActorRef::from(cell.clone()),
             self.options.max_message_bytes,
+            self.ids.clone(),
         );
         tracing::info!(node = %name, "cluster node met");
         self.host
@@ -268,6 +289,8 @@ impl AgentState {
                 last_seen: Instant::now(),
                 lost: false,
                 listen: None,
+                knows: Vec::new(),
+                servers: Vec::new(),
             },
         );
         link.send(&Wire::Hello {
@@ -308,6 +331,7 @@ impl AgentState {
                 self.local.clone(),
                 peer.link.agent().clone(),
                 self.options.max_message_bytes,
+                self.ids.clone(),
             );
             peer.link.send(&Wire::Hello {
                 from: self.local.to_string(),
@@ -322,16 +346,22 @@ impl AgentState {
                 servers,
                 ..
             } => {
-                if let Some(peer) = self.peers.get_mut(&from) {
-                    peer.listen = Some(listen.clone());
-                }
+                let fingerprint = serde_json::to_vec(&servers).unwrap_or_default();
+                let Some(peer) = self.peers.get_mut(&from) else {
+                    return;
+                };
                 // Where it and the nodes it hears listen: this node dials
-                // those it is not connected to.
-                for address in std::iter::once(listen).chain(peers.into_iter().take(MAX_PEERS)) {
-                    if address.len() <= 256 && self.addresses.len() < MAX_PEERS {
-                        self.addresses.entry(address).or_insert(None);
-                    }
+                // those it is not connected to (see `rejoin`).
+                peer.listen = Some(listen).filter(|a| a.len() <= 256);
+                peer.knows = peers
+                    .into_iter()
+                    .filter(|a| a.len() <= 256)
+                    .take(MAX_PEERS)
+                    .collect();
+                if peer.servers == fingerprint {
+                    return;
                 }
+                peer.servers = fingerprint;
                 self.route(myself, &from, &link, servers);
             }
             Wire::Ping { .. } => {}
@@ -413,6 +443,8 @@ impl AgentState {
             .values()
             .filter(|p| !p.lost)
             .filter_map(|p| p.listen.clone())
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
             .collect();
         crate::advert::encoded(
             &self.host,
@@ -486,30 +518,45 @@ impl AgentState {
             });
         }
         peer.lost = true;
+        // Its routes go: its next advertisement is routed even if unchanged.
+        peer.servers.clear();
         peer.link.lose();
-        self.inbound.drop_node(name);
+        // Its calls running here are dropped, and each is answered as ended:
+        // if it still hears this node (a loss on one side only), nothing of
+        // it waits for an answer that will not come.
+        let link = peer.link.clone();
+        self.inbound.drop_node(name, &link);
         self.host.forget_node(name);
     }
 
-    /// Dials every known address no live node listens on, at most once per
-    /// [`REJOIN_EVERY`] each.
+    /// Dials every address that no node this one has a session with
+    /// listens on, at most once per [`REJOIN_EVERY`] each: the configured
+    /// ones, and those the nodes it hears advertise now. A node lost by the
+    /// heartbeat whose session is still open is not dialled again (a second
+    /// session would compete with the first); its session closing removes it.
     fn rejoin(&mut self) {
         let now = Instant::now();
-        let reached: Vec<String> = self
+        let reached: Vec<&String> = self
             .peers
             .values()
-            .filter(|p| !p.lost)
-            .filter_map(|p| p.listen.clone())
+            .filter_map(|p| p.listen.as_ref())
             .collect();
-        for (address, last) in self.addresses.iter_mut() {
-            if *address == self.listen || reached.contains(address) {
-                continue;
-            }
+        let mut wanted: Vec<String> = self.options.join.clone();
+        for peer in self.peers.values() {
+            wanted.extend(peer.knows.iter().cloned());
+        }
+        wanted.sort();
+        wanted.dedup();
+        wanted.retain(|a| *a != self.listen && !reached.contains(&a));
+        // Addresses nobody wants any more are forgotten.
+        self.addresses.retain(|a, _| wanted.contains(a));
+        for address in wanted {
+            let last = self.addresses.entry(address.clone()).or_insert(None);
             if last.is_some_and(|t| now.duration_since(t) < REJOIN_EVERY) {
                 continue;
             }
             *last = Some(now);
-            crate::dial::dial(self.node_server.clone(), address.clone(), self.tls.clone());
+            crate::dial::dial(self.node_server.clone(), address, self.tls.clone());
         }
     }
 }

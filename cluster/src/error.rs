@@ -36,6 +36,11 @@ pub enum ClusterError {
         /// After how long a silent node is lost.
         lost_after: Duration,
     },
+    /// The listen address names no interface (`0.0.0.0`, `::`).
+    #[error(
+        "--cluster-listen {0} names no one interface: other nodes dial the address a node listens on, so give one they can reach"
+    )]
+    Listen(std::net::SocketAddr),
     /// The host already belongs to a cluster.
     #[error("this host already joined a cluster as node `{0}`")]
     AlreadyJoined(String),

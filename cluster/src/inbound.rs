@@ -135,15 +135,24 @@ impl Inbound {
         self.running.remove(&(Arc::from(node), id));
     }
 
-    /// The caller's node is lost: nothing of its calls survives here.
-    pub(crate) fn drop_node(&mut self, node: &str) {
-        self.running.retain(|(from, _), task| {
-            if &**from == node {
-                task.abort();
-                false
-            } else {
-                true
+    /// The caller's node is lost: nothing of its calls survives here. Each
+    /// is answered through `link` as ended by the loss (if that node is
+    /// still there and only this side lost it, its callers are not left waiting).
+    pub(crate) fn drop_node(&mut self, node: &str, link: &Link) {
+        let local = self.local.to_string();
+        self.running.retain(|(from, id), task| {
+            if &**from != node {
+                return true;
             }
+            task.abort();
+            link.send(&Wire::Answer {
+                from: local.clone(),
+                id: *id,
+                outcome: Err(WireError::Other {
+                    message: format!("node `{local}` lost this node and dropped the call"),
+                }),
+            });
+            false
         });
     }
 

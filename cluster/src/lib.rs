@@ -40,6 +40,18 @@ pub use options::{ClusterOptions, Cookie, TlsFiles};
 use agent::{Agent, AgentArgs};
 use wire::AgentMsg;
 
+/// `address` as `IP:port` when it resolves, else as given (it is dialled,
+/// and resolved, again later).
+fn resolved(address: &str) -> String {
+    use std::net::ToSocketAddrs;
+    address
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut all| all.next())
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| address.to_string())
+}
+
 /// Room for ractor_cluster's own framing around one of our messages.
 const FRAME_OVERHEAD: u64 = 64 * 1024;
 
@@ -95,15 +107,16 @@ impl JoinCluster for Host {
     }
 }
 
-async fn join(host: Host, options: ClusterOptions) -> Result<Cluster, ClusterError> {
+async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, ClusterError> {
     options.check()?;
     let tls = options.tls.as_ref().map(tls::load).transpose()?;
     let name = options.name();
-    if !host.name_node(&name) {
-        return Err(ClusterError::AlreadyJoined(
-            host.node_name().map(|n| n.to_string()).unwrap_or_default(),
-        ));
+    if let Some(joined) = host.node_name() {
+        return Err(ClusterError::AlreadyJoined(joined.to_string()));
     }
+    // Addresses as nodes advertise theirs (`IP:port`), so a node reached
+    // through its configured name is known as reached.
+    options.join = options.join.iter().map(|a| resolved(a)).collect();
     // Bound before ractor_cluster takes the port, so a port in use is an error
     // here rather than a listener that dies in the background.
     std::net::TcpListener::bind(options.listen)
@@ -127,6 +140,13 @@ async fn join(host: Host, options: ClusterOptions) -> Result<Cluster, ClusterErr
     let (node_server, _) = Actor::spawn(None, server, ())
         .await
         .map_err(|e| ClusterError::Start(e.to_string()))?;
+    // Named once the node can start, so a join that failed can be tried again.
+    if !host.name_node(&name) {
+        node_server.stop(None);
+        return Err(ClusterError::AlreadyJoined(
+            host.node_name().map(|n| n.to_string()).unwrap_or_default(),
+        ));
+    }
     let (agent, _) = Actor::spawn(
         None,
         Agent,

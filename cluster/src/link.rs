@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcpvisor_actors::ProgressCallback;
 use mcpvisor_actors::error::CallError;
@@ -39,17 +39,26 @@ struct LinkInner {
     local: Arc<str>,
     agent: ActorRef<AgentMsg>,
     max_message: usize,
-    ids: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
-    /// Set once the node is lost: new calls fail at once.
-    lost: AtomicBool,
+    /// The agent's call ids, shared by all its links: an id is never used
+    /// twice by this node, so an answer to a call of an earlier link (a node
+    /// lost and met again) never completes a call of a later one.
+    ids: Arc<AtomicU64>,
+    /// The calls waiting, and whether the node is lost (then new calls fail
+    /// at once): one lock, so a call cannot slip in while the loss drains.
+    pending: Mutex<Waiting>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    calls: HashMap<u64, Pending>,
+    lost: bool,
 }
 
 impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Link")
             .field("node", &self.0.node)
-            .field("waiting", &self.0.pending.lock().len())
+            .field("waiting", &self.0.pending.lock().calls.len())
             .finish()
     }
 }
@@ -60,15 +69,15 @@ impl Link {
         local: Arc<str>,
         agent: ActorRef<AgentMsg>,
         max_message: usize,
+        ids: Arc<AtomicU64>,
     ) -> Self {
         Link(Arc::new(LinkInner {
             node,
             local,
             agent,
             max_message,
-            ids: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
-            lost: AtomicBool::new(false),
+            ids,
+            pending: Mutex::new(Waiting::default()),
         }))
     }
 
@@ -90,8 +99,8 @@ impl Link {
 
     /// A call ended on the other node.
     pub(crate) fn answer(&self, id: u64, outcome: Result<Value, WireError>) {
-        let Some(pending) = self.0.pending.lock().remove(&id) else {
-            // Cancelled here, or an id this node never gave.
+        let Some(pending) = self.0.pending.lock().calls.remove(&id) else {
+            // Cancelled here, or an id this link never gave.
             return;
         };
         let result = match outcome {
@@ -110,6 +119,7 @@ impl Link {
             .0
             .pending
             .lock()
+            .calls
             .get(&id)
             .and_then(|p| p.progress.clone());
         if let Some(progress) = progress {
@@ -120,8 +130,11 @@ impl Link {
     /// The node is lost: every waiting call fails with `NodeLost`, and so does
     /// every call made after.
     pub(crate) fn lose(&self) {
-        self.0.lost.store(true, Ordering::Release);
-        let waiting: Vec<Pending> = self.0.pending.lock().drain().map(|(_, p)| p).collect();
+        let waiting: Vec<Pending> = {
+            let mut pending = self.0.pending.lock();
+            pending.lost = true;
+            pending.calls.drain().map(|(_, p)| p).collect()
+        };
         for pending in waiting {
             let _ = pending.reply.send(Err(CallError::NodeLost {
                 node: self.0.node.clone(),
@@ -132,13 +145,13 @@ impl Link {
 
     /// How many calls wait for this node's answer.
     pub(crate) fn waiting(&self) -> usize {
-        self.0.pending.lock().len()
+        self.0.pending.lock().calls.len()
     }
 }
 
 impl LinkInner {
     fn cancel(&self, id: u64) {
-        let Some(pending) = self.pending.lock().remove(&id) else {
+        let Some(pending) = self.pending.lock().calls.remove(&id) else {
             return;
         };
         let _ = pending.reply.send(Err(CallError::Cancelled));
@@ -163,16 +176,6 @@ impl RemoteCalls for Link {
                 cancel: Arc::new(|| {}),
             }
         };
-        if inner.lost.load(Ordering::Acquire) {
-            return refuse(
-                reply,
-                answer,
-                CallError::NodeLost {
-                    node: inner.node.clone(),
-                    server: request.server,
-                },
-            );
-        }
         let id = inner.ids.fetch_add(1, Ordering::Relaxed);
         let call = Wire::Call {
             from: inner.local.to_string(),
@@ -199,7 +202,18 @@ impl RemoteCalls for Link {
         };
         {
             let mut pending = inner.pending.lock();
-            if pending.len() >= MAX_PENDING {
+            if pending.lost {
+                drop(pending);
+                return refuse(
+                    reply,
+                    answer,
+                    CallError::NodeLost {
+                        node: inner.node.clone(),
+                        server: request.server,
+                    },
+                );
+            }
+            if pending.calls.len() >= MAX_PENDING {
                 drop(pending);
                 return refuse(
                     reply,
@@ -210,7 +224,7 @@ impl RemoteCalls for Link {
                     },
                 );
             }
-            pending.insert(
+            pending.calls.insert(
                 id,
                 Pending {
                     server: request.server.clone(),
@@ -222,7 +236,7 @@ impl RemoteCalls for Link {
         }
         if inner.agent.cast(AgentMsg::Frame(bytes)).is_err() {
             // The node's session is gone; the loss is being handled.
-            if let Some(p) = inner.pending.lock().remove(&id) {
+            if let Some(p) = inner.pending.lock().calls.remove(&id) {
                 let _ = p.reply.send(Err(CallError::NodeLost {
                     node: inner.node.clone(),
                     server: request.server,

@@ -142,6 +142,11 @@ impl ClusterOptions {
         {
             return Err(ClusterError::NodeName(name));
         }
+        if self.listen.ip().is_unspecified() {
+            // It is the address every other node dials, as this node
+            // advertises it: it must name one interface.
+            return Err(ClusterError::Listen(self.listen));
+        }
         if self.heartbeat.is_zero() || self.lost_after <= self.heartbeat {
             return Err(ClusterError::Heartbeat {
                 heartbeat: self.heartbeat,
@@ -202,5 +207,7 @@ mod tests {
         ));
         options.node_name = Some("bad name".into());
         assert!(matches!(options.check(), Err(ClusterError::NodeName(_))));
+        let open = ClusterOptions::new("0.0.0.0:9001".parse().unwrap(), Cookie::new("c").unwrap());
+        assert!(matches!(open.check(), Err(ClusterError::Listen(_))));
     }
 }
