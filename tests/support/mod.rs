@@ -4,6 +4,7 @@
 
 pub mod attached;
 pub mod auth_server;
+pub mod cluster;
 pub mod http_server;
 pub mod logs;
 pub mod mcp_http;
