@@ -92,7 +92,21 @@ impl Node {
         }
         args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.serve = Some(HttpServe::start(&self.dir, &args, Some("info")));
+        // A node started again takes its cluster port back; an ephemeral port
+        // some other process took meanwhile (a client's connection) can hold
+        // it for a moment, so a start that found it taken is tried again.
+        for attempt in 1.. {
+            match HttpServe::try_start(&self.dir, &args, Some("info")) {
+                Ok(serve) => {
+                    self.serve = Some(serve);
+                    return;
+                }
+                Err(why) if attempt < 3 && why.contains("Address already in use") => {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(why) => panic!("node {}: {why}", self.name),
+            }
+        }
     }
 
     pub fn serve(&self) -> &HttpServe {

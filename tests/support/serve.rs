@@ -61,6 +61,11 @@ impl HttpServe {
     /// `mcpvisor serve <args>` in `dir` (the args include `--http ADDR`), with
     /// `RUST_LOG` set to `log` when given; returns once it printed its address.
     pub fn start(dir: &Path, args: &[&str], log: Option<&str>) -> HttpServe {
+        HttpServe::try_start(dir, args, log).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// [`HttpServe::start`], with why it did not start (its stderr) as an error.
+    pub fn try_start(dir: &Path, args: &[&str], log: Option<&str>) -> Result<HttpServe, String> {
         let mut cmd = mcpvisor(dir);
         if let Some(log) = log {
             cmd.env("RUST_LOG", log);
@@ -94,12 +99,14 @@ impl HttpServe {
         };
         match url_rx.recv_timeout(LISTEN_TIMEOUT) {
             Ok(url) => serve.url = url,
-            Err(_) => panic!(
-                "serve printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
-                serve.output()
-            ),
+            Err(_) => {
+                return Err(format!(
+                    "serve printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
+                    serve.output()
+                ));
+            }
         }
-        serve
+        Ok(serve)
     }
 
     /// Its process id.
