@@ -131,6 +131,89 @@ pub fn read_to_string(path: &Path, limit: u64) -> Result<Option<String>, Private
     Ok(Some(text))
 }
 
+/// A secret read from its file, with what the opened file itself says of who
+/// may read it (taken from the descriptor, so a file swapped in after a check
+/// cannot pass it).
+#[derive(Clone)]
+pub struct SecretText {
+    /// The file's text (at most the limit asked).
+    pub text: String,
+    /// Its permission bits.
+    pub mode: u32,
+    /// Its owner's uid.
+    pub owner: u32,
+}
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretText")
+            .field("text", &"[redacted]")
+            .field("mode", &format_args!("{:o}", self.mode))
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+impl SecretText {
+    /// Whether only this process's user can read it: owned by the effective
+    /// uid, no bits for group or others.
+    pub fn is_private(&self) -> bool {
+        self.owner == nix::unistd::geteuid().as_raw() && self.mode & 0o077 == 0
+    }
+}
+
+/// Reads a secret (a bearer token, a cluster cookie) like [`read_to_string`]:
+/// never through a link, only a regular file, at most `limit` bytes; the mode
+/// and owner come from the opened file. `None` when there is none.
+pub fn read_secret(path: &Path, limit: u64) -> Result<Option<SecretText>, PrivateFileError> {
+    use std::os::unix::fs::MetadataExt;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow())
+        .open(path)
+    {
+        Ok(f) => regular(f, path)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(PrivateFileError::new(path, e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| PrivateFileError::new(path, e))?;
+    let mut text = String::new();
+    file.take(limit)
+        .read_to_string(&mut text)
+        .map_err(|e| PrivateFileError::new(path, e))?;
+    Ok(Some(SecretText {
+        text,
+        mode: meta.mode() & 0o7777,
+        owner: meta.uid(),
+    }))
+}
+
+/// Writes `body` as a new 0600 file at `path` unless one is there: written
+/// whole to a temporary file first and linked into place, so a reader never
+/// sees it half written and two writers never both win. Returns false when a
+/// file (or a link) was there already; it is left untouched.
+pub fn create_secret(path: &Path, body: &[u8]) -> Result<bool, PrivateFileError> {
+    let tmp = temp_path(path);
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(no_follow())
+        .open(&tmp)
+        .map_err(|e| PrivateFileError::new(&tmp, e))?;
+    let written = file.write_all(body).and_then(|_| file.sync_all());
+    drop(file);
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(PrivateFileError::new(path, e)),
+    }
+}
+
 /// An exclusive `flock` on a 0600 lock file, held until dropped; other
 /// processes taking the same lock wait for it.
 #[derive(Debug)]

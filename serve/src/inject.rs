@@ -25,7 +25,7 @@ use crate::reach::Reach;
 /// The gateway was started without `allow_faults`.
 pub const FAULTS_DISABLED: i64 = -32050;
 /// An HTTP session asked, and the endpoint requires no bearer token.
-pub const FAULTS_NEED_TOKEN: i64 = -32051;
+pub const FAULTS_NEED_TOKEN: i64 = crate::reach::NEEDS_TOKEN;
 /// The server has no live connection to deal the fault to (starting,
 /// restarting, failed or stopped).
 pub const SERVER_NOT_LIVE: i64 = -32052;
@@ -47,12 +47,7 @@ pub(crate) async fn answer(gateway: &Gateway, reach: Reach, params: Option<&Valu
         ));
     }
     if !reach.is_trusted() {
-        return Err(refusal(
-            FAULTS_NEED_TOKEN,
-            "needs_token",
-            "`mcpvisor/inject` is refused over HTTP without a bearer token: start serve with \
-             --token-file, or inject through the local socket (`mcpvisor inject`)",
-        ));
+        return Err(crate::reach::needs_token("mcpvisor/inject"));
     }
     let (server, asked) = read(params)?;
     let host = gateway.host();

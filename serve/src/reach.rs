@@ -2,6 +2,12 @@
 //! beyond MCP: dealing faults to the servers is for clients that are the
 //! user, not for whatever can open a loopback connection.
 
+use mcpvisor_protocol::jsonrpc::ErrorObject;
+
+/// The error code of a request only a trusted client may make (see
+/// [`Reach::is_trusted`]): `mcpvisor/inject`, `servers`, `restart`, `reload`, `watch`.
+pub const NEEDS_TOKEN: i64 = -32051;
+
 /// The way a downstream session came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -25,5 +31,19 @@ impl Reach {
             Reach::Local => true,
             Reach::Http { token } => token,
         }
+    }
+}
+
+/// The refusal of `method` to a client that is not trusted: a bearer token
+/// (which `serve --http` requires unless started with `--no-token`) or the
+/// local socket is the way in.
+pub(crate) fn needs_token(method: &str) -> ErrorObject {
+    ErrorObject {
+        code: NEEDS_TOKEN,
+        message: format!(
+            "`{method}` is refused over HTTP without a bearer token: serve without --no-token \
+             (clients then send the token in Authorization), or use the local socket (the CLI)"
+        ),
+        data: Some(serde_json::json!({ "reason": "needs_token" })),
     }
 }

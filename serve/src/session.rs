@@ -298,12 +298,17 @@ impl Session {
         }
     }
 
-    /// Whether the client declared the capability a server request needs.
+    /// Whether the client sent `notifications/initialized`.
+    pub fn initialized(&self) -> bool {
+        self.state.lock().initialized
+    }
+
     /// The revision this session speaks.
     pub fn revision(&self) -> Revision {
         self.state.lock().revision
     }
 
+    /// Whether the client declared the capability a server request needs.
     pub(crate) fn offers(&self, method: &str, params: &Value) -> bool {
         self.state.lock().client.offers_request(method, params)
     }
@@ -453,6 +458,13 @@ impl Session {
                 self.state.lock().log_level = Some(level);
                 Ok(json!({}))
             }
+            // The supervisor's own controls, and its events, are the user's:
+            // a client the token does not vouch for gets none of them.
+            extension::SERVERS | extension::RESTART | extension::RELOAD | extension::WATCH
+                if !self.reach.is_trusted() =>
+            {
+                Err(crate::reach::needs_token(method))
+            }
             extension::SERVERS => Ok(json!({ "servers": wire::cluster_statuses(host) })),
             extension::RESTART => {
                 let name = params
@@ -587,7 +599,9 @@ impl Session {
             let state = self.state.lock();
             (state.watching, state.log_level)
         };
-        if watching {
+        // A call's progress goes to the session that made the call, through
+        // the call itself; a watcher sees no other session's.
+        if watching && !matches!(event, HostEvent::Progress { .. }) {
             let mut described = wire::event_json(event);
             // In a cluster, this node's own events carry its name too.
             if described.get("node").is_none()

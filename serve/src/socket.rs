@@ -33,6 +33,9 @@ pub struct SocketPlace {
     pub socket: PathBuf,
     /// The lock a running `serve` holds.
     pub lock: PathBuf,
+    /// The bearer token HTTP clients of this configuration's `serve` send
+    /// (made by the first `serve --http` or `serve --print-token`).
+    pub token: PathBuf,
 }
 
 impl SocketPlace {
@@ -50,9 +53,64 @@ impl SocketPlace {
         Ok(SocketPlace {
             socket: dir.join(format!("{name}.sock")),
             lock: dir.join(format!("{name}.lock")),
+            token: dir.join(format!("{name}.token")),
             dir,
         })
     }
+
+    /// Makes the directory (0700) if needed and checks that only this user
+    /// controls it and the home above it: a `run` that is a link or someone
+    /// else's, or a home others may write to (where they could swap `run`),
+    /// is refused.
+    pub fn prepare(&self) -> Result<(), SocketError> {
+        if let Some(home) = self.dir.parent() {
+            mcpvisor_auth::private_file::create_dir(home).map_err(private_error)?;
+            let meta = std::fs::metadata(home).map_err(io_error(home))?;
+            if meta.permissions().mode() & 0o022 != 0 {
+                return Err(SocketError::Unsafe {
+                    path: home.to_path_buf(),
+                    why: "others may write to it (chmod go-w)",
+                });
+            }
+        }
+        mcpvisor_auth::private_file::create_dir(&self.dir).map_err(private_error)?;
+        mcpvisor_auth::private_file::close_dir(&self.dir).map_err(private_error)?;
+        self.check_dir()
+    }
+
+    /// Checks the directory as it is, without making or changing anything:
+    /// a real directory (not a link) owned by this user.
+    pub fn check_dir(&self) -> Result<(), SocketError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(&self.dir).map_err(io_error(&self.dir))?;
+        if meta.file_type().is_symlink() || !meta.is_dir() {
+            return Err(SocketError::Unsafe {
+                path: self.dir.clone(),
+                why: "it is not a directory (a link?)",
+            });
+        }
+        if meta.uid() != nix::unistd::geteuid().as_raw() {
+            return Err(SocketError::Unsafe {
+                path: self.dir.clone(),
+                why: "another user owns it",
+            });
+        }
+        Ok(())
+    }
+}
+
+fn private_error(e: mcpvisor_auth::private_file::PrivateFileError) -> SocketError {
+    SocketError::Io {
+        path: e.path,
+        source: e.source,
+    }
+}
+
+/// Whether the process at the other end of `stream` runs as this user.
+fn same_user(stream: &UnixStream) -> bool {
+    stream
+        .peer_cred()
+        .is_ok_and(|cred| cred.uid() == nix::unistd::geteuid().as_raw())
 }
 
 /// Why the socket could not be set up.
@@ -64,6 +122,20 @@ pub enum SocketError {
     AlreadyServing {
         /// Its socket.
         socket: PathBuf,
+    },
+    /// The directory or the home above it is not this user's alone.
+    #[error("refusing {}: {why}", .path.display())]
+    Unsafe {
+        /// Which directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The process at the other end of the socket runs as another user.
+    #[error("the process serving {} runs as another user; refusing to attach", .path.display())]
+    ForeignPeer {
+        /// The socket.
+        path: PathBuf,
     },
     /// A file operation failed.
     #[error("{}: {source}", .path.display())]
@@ -93,12 +165,7 @@ pub struct SocketListener {
 impl SocketListener {
     /// Takes the lock and binds the socket (replacing a stale one).
     pub fn bind(place: &SocketPlace) -> Result<SocketListener, SocketError> {
-        mcpvisor_auth::private_file::create_dir(&place.dir)
-            .and_then(|()| mcpvisor_auth::private_file::close_dir(&place.dir).map(|_| ()))
-            .map_err(|e| SocketError::Io {
-                path: place.dir.clone(),
-                source: io::Error::other(e.to_string()),
-            })?;
+        place.prepare()?;
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -154,6 +221,11 @@ impl SocketListener {
                     continue;
                 }
             };
+            // The socket is 0600, so this is a second lock on the same door.
+            if !same_user(&stream) {
+                tracing::warn!("socket connection refused: the peer runs as another user");
+                continue;
+            }
             if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                 open.fetch_sub(1, Ordering::SeqCst);
                 tracing::warn!(
@@ -187,10 +259,21 @@ impl Drop for SocketListener {
 }
 
 /// Connects to the `serve` for `place`: `None` when none runs (no socket, or
-/// one left by a `serve` that died).
-pub async fn connect(place: &SocketPlace) -> io::Result<Option<UnixStream>> {
+/// one left by a `serve` that died). Refused when the directory is not this
+/// user's alone or the process listening runs as someone else: whoever put a
+/// socket there would see every call.
+pub async fn connect(place: &SocketPlace) -> Result<Option<UnixStream>, SocketError> {
+    match place.check_dir() {
+        Err(SocketError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        checked => checked?,
+    }
     match UnixStream::connect(&place.socket).await {
-        Ok(stream) => Ok(Some(stream)),
+        Ok(stream) if same_user(&stream) => Ok(Some(stream)),
+        Ok(_) => Err(SocketError::ForeignPeer {
+            path: place.socket.clone(),
+        }),
         Err(e)
             if matches!(
                 e.kind(),
@@ -199,6 +282,6 @@ pub async fn connect(place: &SocketPlace) -> io::Result<Option<UnixStream>> {
         {
             Ok(None)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(io_error(&place.socket)(e)),
     }
 }

@@ -2,101 +2,10 @@
 //! `Origin`) and the bearer token.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 use axum::http::{HeaderMap, header};
-use subtle::ConstantTimeEq;
 
-/// The longest token file read.
-const TOKEN_FILE_LIMIT: u64 = 4096;
-
-/// A bearer token. Its value never appears in `Debug` or errors.
-#[derive(Clone)]
-pub struct BearerToken(String);
-
-impl std::fmt::Debug for BearerToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BearerToken([redacted])")
-    }
-}
-
-/// Why a token file was refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenFileError {
-    /// It could not be read.
-    #[error("cannot read the token file {}: {source}", .path.display())]
-    Read {
-        /// Which file.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Others than its owner may read it.
-    #[error("the token file {} has mode {mode:o}; it must be 0600 (chmod 600)", .path.display())]
-    Permissions {
-        /// Which file.
-        path: std::path::PathBuf,
-        /// Its mode.
-        mode: u32,
-    },
-    /// It holds no token.
-    #[error("the token file {} is empty", .path.display())]
-    Empty {
-        /// Which file.
-        path: std::path::PathBuf,
-    },
-}
-
-impl BearerToken {
-    /// Reads a token from a 0600 regular file (surrounding whitespace trimmed).
-    pub fn from_file(path: &Path) -> Result<BearerToken, TokenFileError> {
-        let read = |source| TokenFileError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let meta = std::fs::metadata(path).map_err(read)?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(TokenFileError::Permissions {
-                path: path.to_path_buf(),
-                mode,
-            });
-        }
-        let text = mcpvisor_auth::private_file::read_to_string(path, TOKEN_FILE_LIMIT)
-            .map_err(|e| read(std::io::Error::other(e.to_string())))?
-            .unwrap_or_default();
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(TokenFileError::Empty {
-                path: path.to_path_buf(),
-            });
-        }
-        Ok(BearerToken(token.to_string()))
-    }
-
-    /// A token from its value (for embedding hosts and tests).
-    pub fn new(value: impl Into<String>) -> BearerToken {
-        BearerToken(value.into())
-    }
-
-    /// Whether `headers` carry this token as `Authorization: Bearer …`.
-    pub(crate) fn admits(&self, headers: &HeaderMap) -> bool {
-        let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return false;
-        };
-        let value = value.as_bytes();
-        let Some(presented) = value
-            .get(..7)
-            .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
-            .map(|_| &value[7..])
-        else {
-            return false;
-        };
-        presented.ct_eq(self.0.as_bytes()).into()
-    }
-}
+use super::token::BearerToken;
 
 /// Whether `addr` is a loopback address.
 pub fn is_loopback(addr: &SocketAddr) -> bool {
@@ -112,58 +21,110 @@ fn loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The host part of `host[:port]` or `[v6]:port`.
-fn host_of(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
+/// An authority as `Host` and `Origin` carry it: a host (a name, an IPv4
+/// address or a bracketed IPv6 one) and maybe a port, nothing else. User
+/// information (`localhost:80@evil.example`), paths and stray characters
+/// make it no authority at all, so a lenient split can never read another
+/// host than the browser meant.
+#[derive(Debug, PartialEq, Eq)]
+struct Authority<'a> {
+    host: &'a str,
+    port: Option<u16>,
+}
+
+fn authority(text: &str) -> Option<Authority<'_>> {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        v6.parse::<std::net::Ipv6Addr>().ok()?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?),
+        };
+        (&text[..v6.len() + 2], port)
+    } else {
+        match text.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        }
+    };
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    if host.is_empty() || (!host.starts_with('[') && !host.chars().all(name_char)) {
+        return None;
     }
-    authority.split(':').next().unwrap_or(authority)
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(p.parse().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some(Authority { host, port })
 }
 
 /// Why a request was refused before it reached a session.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// `Host` names another machine while the gateway listens on loopback.
+    /// `Host` is missing, unreadable, or names another machine while the
+    /// gateway listens on loopback.
     Host,
-    /// `Origin` is neither loopback nor allowed.
+    /// `Origin` is neither this endpoint's own nor allowed.
     Origin,
     /// No valid bearer token.
     Token,
 }
 
+/// What a request is checked against.
+pub(crate) struct Admission<'a> {
+    /// The endpoint listens on loopback.
+    pub(crate) loopback: bool,
+    /// The port it listens on: a loopback page on another port is another site.
+    pub(crate) port: u16,
+    /// Origins accepted besides the endpoint's own.
+    pub(crate) allowed_origins: &'a [String],
+    /// The token every request must present, if any.
+    pub(crate) token: Option<&'a BearerToken>,
+}
+
 /// The DNS-rebinding and token checks, in that order.
-pub(crate) fn check(
-    headers: &HeaderMap,
-    loopback: bool,
-    allowed_origins: &[String],
-    token: Option<&BearerToken>,
-) -> Result<(), Refusal> {
-    if loopback {
-        // A page of another site resolved to 127.0.0.1 still names its own host.
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(host_of);
-        if host.is_some_and(|h| !loopback_host(h)) {
-            return Err(Refusal::Host);
-        }
+pub(crate) fn check(headers: &HeaderMap, admission: &Admission<'_>) -> Result<(), Refusal> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(authority)
+        .ok_or(Refusal::Host)?;
+    // A page of another site resolved to 127.0.0.1 still names its own host.
+    if admission.loopback && !loopback_host(host.host) {
+        return Err(Refusal::Host);
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().map_err(|_| Refusal::Origin)?;
-        let listed = allowed_origins.iter().any(|o| o == origin);
-        let local = loopback
-            && ["http://", "https://"]
-                .iter()
-                .find_map(|scheme| origin.strip_prefix(scheme))
-                .is_some_and(|authority| loopback_host(host_of(authority)));
-        if !listed && !local {
+        let listed = admission.allowed_origins.iter().any(|o| o == origin);
+        if !listed && !own_origin(origin, admission) {
             return Err(Refusal::Origin);
         }
     }
-    match token {
+    match admission.token {
         Some(token) if !token.admits(headers) => Err(Refusal::Token),
         _ => Ok(()),
     }
+}
+
+/// An origin that is this endpoint itself: on loopback, a loopback host on
+/// the endpoint's own port (a page served on another local port is another
+/// site, which must be listed with `--allow-origin`).
+fn own_origin(origin: &str, admission: &Admission<'_>) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    let default_port = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return false,
+    };
+    admission.loopback
+        && authority(rest).is_some_and(|a| {
+            loopback_host(a.host) && a.port.unwrap_or(default_port) == admission.port
+        })
 }
 
 #[cfg(test)]
@@ -179,36 +140,104 @@ mod tests {
         h
     }
 
+    fn at(loopback: bool, allowed: &[String]) -> Admission<'_> {
+        Admission {
+            loopback,
+            port: 8080,
+            allowed_origins: allowed,
+            token: None,
+        }
+    }
+
     #[test]
-    fn loopback_origins_pass_and_others_need_listing() {
+    fn only_this_endpoints_origin_passes_and_others_need_listing() {
         let ok = headers(&[
             ("host", "127.0.0.1:8080"),
-            ("origin", "http://localhost:6274"),
+            ("origin", "http://localhost:8080"),
         ]);
-        assert_eq!(check(&ok, true, &[], None), Ok(()));
+        assert_eq!(check(&ok, &at(true, &[])), Ok(()));
+        // Another loopback port is another site: a page the user opened there
+        // must not reach the gateway unless listed.
+        let other_port = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://localhost:3000"),
+        ]);
+        assert_eq!(check(&other_port, &at(true, &[])), Err(Refusal::Origin));
+        let listed = ["http://localhost:3000".to_string()];
+        assert_eq!(check(&other_port, &at(true, &listed)), Ok(()));
         let evil = headers(&[
             ("host", "127.0.0.1:8080"),
             ("origin", "http://evil.example"),
         ]);
-        assert_eq!(check(&evil, true, &[], None), Err(Refusal::Origin));
+        assert_eq!(check(&evil, &at(true, &[])), Err(Refusal::Origin));
         let listed = ["http://evil.example".to_string()];
-        assert_eq!(check(&evil, true, &listed, None), Ok(()));
+        assert_eq!(check(&evil, &at(true, &listed)), Ok(()));
         let rebound = headers(&[("host", "evil.example:8080")]);
-        assert_eq!(check(&rebound, true, &[], None), Err(Refusal::Host));
-        let v6 = headers(&[("host", "[::1]:8080"), ("origin", "http://[::1]:3000")]);
-        assert_eq!(check(&v6, true, &[], None), Ok(()));
+        assert_eq!(check(&rebound, &at(true, &[])), Err(Refusal::Host));
+        let v6 = headers(&[("host", "[::1]:8080"), ("origin", "http://[::1]:8080")]);
+        assert_eq!(check(&v6, &at(true, &[])), Ok(()));
         // On a non-loopback bind, a loopback origin is not special.
-        let local = headers(&[("host", "10.0.0.2:8080"), ("origin", "http://localhost:1")]);
-        assert_eq!(check(&local, false, &[], None), Err(Refusal::Origin));
+        let local = headers(&[
+            ("host", "10.0.0.2:8080"),
+            ("origin", "http://localhost:8080"),
+        ]);
+        assert_eq!(check(&local, &at(false, &[])), Err(Refusal::Origin));
+    }
+
+    #[test]
+    fn host_and_origin_are_parsed_as_authorities() {
+        for host in [
+            "localhost:80@evil.example",
+            "evil.example@localhost",
+            "localhost:8080/x",
+            "localhost:",
+            "localhost:99999",
+            "[::1",
+            "[evil]:80",
+            "local host",
+            "",
+        ] {
+            let h = headers(&[("host", host)]);
+            assert_eq!(check(&h, &at(true, &[])), Err(Refusal::Host), "{host}");
+        }
+        for origin in [
+            "http://localhost:8080@evil.example",
+            "http://evil.example@localhost:8080",
+            "http://localhost:8080/path",
+            "file://localhost:8080",
+            "null",
+        ] {
+            let h = headers(&[("host", "localhost:8080"), ("origin", origin)]);
+            assert_eq!(check(&h, &at(true, &[])), Err(Refusal::Origin), "{origin}");
+        }
+        // No Host at all is refused on any bind.
+        assert_eq!(
+            check(&HeaderMap::new(), &at(false, &[])),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            authority("[::1]:9"),
+            Some(Authority {
+                host: "[::1]",
+                port: Some(9)
+            })
+        );
     }
 
     #[test]
     fn the_token_must_match_exactly() {
         let token = BearerToken::new("s3cret");
-        let good = headers(&[("authorization", "Bearer s3cret")]);
-        assert_eq!(check(&good, false, &[], Some(&token)), Ok(()));
-        let lower = headers(&[("authorization", "bearer s3cret")]);
-        assert_eq!(check(&lower, false, &[], Some(&token)), Ok(()));
+        let with = |auth: &str| {
+            let mut h = headers(&[("host", "10.0.0.2:8080")]);
+            h.insert("authorization", HeaderValue::from_str(auth).unwrap());
+            h
+        };
+        let admission = Admission {
+            token: Some(&token),
+            ..at(false, &[])
+        };
+        assert_eq!(check(&with("Bearer s3cret"), &admission), Ok(()));
+        assert_eq!(check(&with("bearer s3cret"), &admission), Ok(()));
         for bad in [
             "Bearer s3cre",
             "Bearer s3cret2",
@@ -216,17 +245,9 @@ mod tests {
             "s3cret",
             "",
         ] {
-            let h = headers(&[("authorization", bad)]);
-            assert_eq!(
-                check(&h, false, &[], Some(&token)),
-                Err(Refusal::Token),
-                "{bad}"
-            );
+            assert_eq!(check(&with(bad), &admission), Err(Refusal::Token), "{bad}");
         }
-        assert_eq!(
-            check(&HeaderMap::new(), false, &[], Some(&token)),
-            Err(Refusal::Token)
-        );
-        assert!(!format!("{token:?}").contains("s3cret"));
+        let no_auth = headers(&[("host", "10.0.0.2:8080")]);
+        assert_eq!(check(&no_auth, &admission), Err(Refusal::Token));
     }
 }

@@ -9,7 +9,9 @@
 
 mod answer;
 mod guard;
+mod listen;
 mod sessions;
+mod token;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -27,7 +29,8 @@ use mcpvisor_protocol::jsonrpc::{Incoming, Message, error_codes};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-pub use guard::{BearerToken, TokenFileError, is_loopback};
+pub use guard::is_loopback;
+pub use token::{BearerToken, TokenFileError};
 
 use crate::gateway::Gateway;
 use crate::lines::parse_error;
@@ -35,7 +38,7 @@ use crate::reach::Reach;
 use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, json_body, sse_event};
-use guard::Refusal;
+use guard::{Admission, Refusal};
 use sessions::{HttpSession, Sessions, Touching};
 
 /// The session header.
@@ -59,6 +62,20 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Tool names for HTTP sessions.
     pub naming: Naming,
+    /// Connections open at once; more are closed as they are accepted.
+    pub max_connections: usize,
+    /// A request's line and headers must arrive within this long (counted
+    /// from when the connection is ready for a request, so a connection
+    /// silent this long is closed).
+    pub header_timeout: Duration,
+    /// A request's body must arrive whole within this long (`408` otherwise).
+    pub body_timeout: Duration,
+    /// Bytes of request bodies being read at once, over all connections; a
+    /// body that does not fit waits (up to `body_timeout`), then gets `503`.
+    pub body_budget: usize,
+    /// A session that has not sent `notifications/initialized` this long
+    /// after `initialize`, with nothing in flight, is closed.
+    pub init_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -70,6 +87,11 @@ impl Default for HttpOptions {
             token: None,
             allowed_origins: Vec::new(),
             naming: Naming::Qualified,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            body_budget: 64 * 1024 * 1024,
+            init_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -98,6 +120,10 @@ struct Endpoint {
     sessions: Sessions,
     options: HttpOptions,
     loopback: bool,
+    /// The port bound: an Origin on another loopback port is another site.
+    port: u16,
+    /// Bytes of bodies being read now (see [`HttpOptions::body_budget`]).
+    bodies: tokio::sync::Semaphore,
 }
 
 /// A bound HTTP endpoint, not yet serving. Bind before starting the servers,
@@ -132,35 +158,53 @@ impl HttpEndpoint {
 
     /// Serves `gateway` until it stops; then closes every session.
     pub async fn serve(self, gateway: Arc<Gateway>) -> std::io::Result<()> {
+        let port = self.listener.local_addr()?.port();
         let endpoint = Arc::new(Endpoint {
             sessions: Sessions::new(self.options.max_sessions),
             gateway,
+            bodies: tokio::sync::Semaphore::new(
+                self.options
+                    .body_budget
+                    .clamp(self.options.max_body, tokio::sync::Semaphore::MAX_PERMITS),
+            ),
             options: self.options,
             loopback: self.loopback,
+            port,
         });
         let router = axum::Router::new()
             .route("/mcp", post(on_post).get(on_get).delete(on_delete))
             .with_state(endpoint.clone());
         let reaper = tokio::spawn(reap(endpoint.clone()));
         let gateway = endpoint.gateway.clone();
-        let served = axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move { gateway.stopped().await })
-            .await;
+        let limits = listen::Accepting {
+            max_connections: endpoint.options.max_connections,
+            header_timeout: endpoint.options.header_timeout,
+        };
+        let stopped = async move { gateway.stopped().await };
+        let served = listen::serve(
+            self.listener,
+            router,
+            limits,
+            stopped,
+            Duration::from_secs(3),
+        )
+        .await;
         reaper.abort();
         endpoint.sessions.close_all();
         served
     }
 }
 
-/// Closes idle sessions, checking a few times per idle period.
+/// Closes idle sessions, checking a few times per idle period, and sessions
+/// that never finished initializing (a slot taken and never used).
 async fn reap(endpoint: Arc<Endpoint>) {
-    let idle = endpoint.options.idle;
-    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    let (idle, init) = (endpoint.options.idle, endpoint.options.init_timeout);
+    let every = (idle.min(init) / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
     loop {
         tokio::time::sleep(every).await;
-        let closed = endpoint.sessions.expire(idle);
+        let closed = endpoint.sessions.expire(idle, init);
         if closed > 0 {
-            tracing::info!(closed, "idle HTTP sessions expired");
+            tracing::info!(closed, "idle or never-initialized HTTP sessions expired");
         }
     }
 }
@@ -192,17 +236,17 @@ fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response
 }
 
 fn admit(endpoint: &Endpoint, headers: &HeaderMap) -> Result<(), Refused> {
-    guard::check(
-        headers,
-        endpoint.loopback,
-        &endpoint.options.allowed_origins,
-        endpoint.options.token.as_ref(),
-    )
-    .map_err(|refusal| {
+    let admission = Admission {
+        loopback: endpoint.loopback,
+        port: endpoint.port,
+        allowed_origins: &endpoint.options.allowed_origins,
+        token: endpoint.options.token.as_ref(),
+    };
+    guard::check(headers, &admission).map_err(|refusal| {
         let (status, message) = match refusal {
             Refusal::Host => (
                 StatusCode::FORBIDDEN,
-                "Host header does not name this machine (DNS rebinding protection)",
+                "Host header missing, malformed or not naming this machine (DNS rebinding protection)",
             ),
             Refusal::Origin => (
                 StatusCode::FORBIDDEN,
@@ -263,6 +307,105 @@ fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(),
     Ok(())
 }
 
+/// What a POST must say of itself, as the transport asks: a JSON body
+/// (`Content-Type: application/json`, which a page cannot send another site
+/// without the browser asking first) and an `Accept` listing both answer forms.
+fn posted_json(headers: &HeaderMap) -> Result<(), Refused> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(Refused(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            error_codes::INVALID_REQUEST,
+            "Content-Type must be application/json".into(),
+        ));
+    }
+    let accepted: Vec<String> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .collect();
+    let takes = |media: &str, family: &str| {
+        accepted
+            .iter()
+            .any(|a| a == media || a == family || a == "*/*")
+    };
+    if !(takes("application/json", "application/*") && takes("text/event-stream", "text/*")) {
+        return Err(Refused(
+            StatusCode::NOT_ACCEPTABLE,
+            error_codes::INVALID_REQUEST,
+            "Accept must list both application/json and text/event-stream".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a POST's body: refused at once when it says it is too large,
+/// bounded in size and in time, and counted against the bytes all bodies
+/// being read may take together.
+async fn read_body(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<bytes::Bytes, Refused> {
+    let limit = endpoint.options.max_body;
+    let too_large = || {
+        Refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            error_codes::INVALID_REQUEST,
+            format!("request body larger than {limit} bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().parse::<u64>());
+    let expected = match declared {
+        Some(Ok(n)) if n > limit as u64 => return Err(too_large()),
+        Some(Ok(n)) => n as usize,
+        Some(Err(_)) => {
+            return Err(Refused(
+                StatusCode::BAD_REQUEST,
+                error_codes::INVALID_REQUEST,
+                "Content-Length is not a number".into(),
+            ));
+        }
+        // Chunked: it may take up to the limit.
+        None => limit,
+    };
+    let deadline = tokio::time::Instant::now() + endpoint.options.body_timeout;
+    let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
+    let busy = || {
+        Refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "too many request bodies are being read; try again".into(),
+        )
+    };
+    let _budget = tokio::time::timeout_at(deadline, endpoint.bodies.acquire_many(permits))
+        .await
+        .map_err(|_| busy())?
+        .map_err(|_| busy())?;
+    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(too_large()),
+        Err(_) => Err(Refused(
+            StatusCode::REQUEST_TIMEOUT,
+            error_codes::INVALID_REQUEST,
+            format!(
+                "the request body did not arrive within {}s",
+                endpoint.options.body_timeout.as_secs_f64()
+            ),
+        )),
+    }
+}
+
 fn accepts_sse(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
@@ -276,16 +419,20 @@ async fn on_post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers) {
+    if let Err(refusal) = admit(&endpoint, &headers).and_then(|()| posted_json(&headers)) {
         return refusal.into_response();
     }
-    let limit = endpoint.options.max_body;
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            error_codes::INVALID_REQUEST,
-            format!("request body larger than {limit} bytes"),
-        );
+    // A request for a session that is not there is answered before its body is read.
+    let named = match headers.contains_key(SESSION_HEADER) {
+        true => match session_of(&endpoint, &headers) {
+            Ok(session) => Some(session),
+            Err(refusal) => return refusal.into_response(),
+        },
+        false => None,
+    };
+    let bytes = match read_body(&endpoint, &headers, body).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal.into_response(),
     };
     let (mut messages, batch) = match Message::parse(&bytes) {
         Ok(Incoming::Single(m)) => (vec![m], false),
@@ -318,7 +465,7 @@ async fn on_post(
                 "initialize must be sent alone",
             );
         }
-        if headers.contains_key(SESSION_HEADER) {
+        if named.is_some() {
             return refuse(
                 StatusCode::BAD_REQUEST,
                 error_codes::INVALID_REQUEST,
@@ -359,15 +506,18 @@ async fn on_post(
             }
         }
     } else {
-        match session_of(&endpoint, &headers) {
-            Ok(session) => {
-                if let Err(refusal) = speaks(&session, &headers, batch) {
-                    return refusal.into_response();
-                }
-                (None, session)
-            }
-            Err(refusal) => return refusal.into_response(),
+        let Some(session) = named else {
+            return Refused(
+                StatusCode::BAD_REQUEST,
+                error_codes::INVALID_REQUEST,
+                "Mcp-Session-Id header is required (send initialize first)".into(),
+            )
+            .into_response();
+        };
+        if let Err(refusal) = speaks(&session, &headers, batch) {
+            return refusal.into_response();
         }
+        (None, session)
     };
     let requests = messages
         .iter()

@@ -17,6 +17,7 @@ pub(crate) struct HttpSession {
     pub(crate) session: Arc<Session>,
     pub(crate) notices: Arc<tokio::sync::Mutex<mpsc::Receiver<Message>>>,
     last_seen: Mutex<Instant>,
+    opened: Instant,
     /// Set when the session ends (DELETE, expiry, shutdown): its GET stream ends too.
     ended: tokio::sync::watch::Sender<bool>,
 }
@@ -47,11 +48,13 @@ impl HttpSession {
         self.session.close();
     }
 
-    /// Idle: nothing asked for `idle`, nothing in flight, no GET stream open.
-    fn idle(&self, idle: Duration, now: Instant) -> bool {
-        now.duration_since(*self.last_seen.lock()) >= idle
-            && self.session.in_flight() == 0
-            && self.notices.try_lock().is_ok()
+    /// Idle: nothing asked for `idle`, nothing in flight, no GET stream
+    /// open; or opened `init` ago and still not initialized, with nothing in
+    /// flight (a slot taken by a client that never meant to use it).
+    fn idle(&self, idle: Duration, init: Duration, now: Instant) -> bool {
+        let quiet = self.session.in_flight() == 0 && self.notices.try_lock().is_ok();
+        let unused = !self.session.initialized() && now.duration_since(self.opened) >= init;
+        quiet && (unused || now.duration_since(*self.last_seen.lock()) >= idle)
     }
 }
 
@@ -90,6 +93,7 @@ impl Sessions {
             session: open(tx),
             notices: Arc::new(tokio::sync::Mutex::new(rx)),
             last_seen: Mutex::new(Instant::now()),
+            opened: Instant::now(),
             ended: tokio::sync::watch::channel(false).0,
         });
         let id = new_id();
@@ -113,14 +117,15 @@ impl Sessions {
         }
     }
 
-    /// Closes and forgets sessions idle for `idle`; returns how many.
-    pub(crate) fn expire(&self, idle: Duration) -> usize {
+    /// Closes and forgets sessions idle for `idle`, or not initialized
+    /// `init` after they opened; returns how many.
+    pub(crate) fn expire(&self, idle: Duration, init: Duration) -> usize {
         let now = Instant::now();
         let expired: Vec<Arc<HttpSession>> = {
             let mut map = self.map.lock();
             let ids: Vec<String> = map
                 .iter()
-                .filter(|(_, s)| s.idle(idle, now))
+                .filter(|(_, s)| s.idle(idle, init, now))
                 .map(|(id, _)| id.clone())
                 .collect();
             ids.iter().filter_map(|id| map.remove(id)).collect()

@@ -481,6 +481,10 @@ async fn attach(
     let stream = match mcpvisor_serve::socket::connect(&place).await {
         Ok(Some(stream)) => stream,
         Ok(None) => return Ok(None),
+        Err(
+            e @ (mcpvisor_serve::socket::SocketError::Unsafe { .. }
+            | mcpvisor_serve::socket::SocketError::ForeignPeer { .. }),
+        ) => return Err(Failure(e.to_string(), 1)),
         Err(e) => {
             tracing::warn!(error = %e, "cannot reach a running serve; running the servers here");
             return Ok(None);

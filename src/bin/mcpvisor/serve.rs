@@ -24,12 +24,26 @@ pub(crate) struct ServeArgs {
     /// Serve one MCP session on stdin/stdout (for a host's config entry).
     #[arg(long)]
     stdio: bool,
-    /// Serve Streamable HTTP at http://ADDR/mcp (loopback unless --token-file is given).
+    /// Serve Streamable HTTP at http://ADDR/mcp. Clients send
+    /// `Authorization: Bearer <token>`: the token is made at start into a 0600
+    /// file beside the local socket (see --print-token), or read from --token-file.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// A 0600 file holding the bearer token HTTP clients must send.
+    /// A 0600 file of yours holding the bearer token HTTP clients must send
+    /// (instead of the one made beside the socket).
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// Serve HTTP without a bearer token (loopback only): every local user
+    /// can then call every tool as you. For trying things out.
+    #[arg(long, conflicts_with = "token_file")]
+    no_token: bool,
+    /// Print the bearer token HTTP clients of this configuration's serve send
+    /// (made now if there is none yet), then exit. Also at `--print-token-path`.
+    #[arg(long, conflicts_with_all = ["token_file", "no_token", "print_token_path"])]
+    print_token: bool,
+    /// Print where that token is kept, then exit.
+    #[arg(long, conflicts_with_all = ["token_file", "no_token"])]
+    print_token_path: bool,
     /// An Origin accepted besides loopback ones (repeatable).
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -49,7 +63,8 @@ pub(crate) struct ServeArgs {
     worker_threads: u16,
     /// Let `mcpvisor inject` (the `mcpvisor/inject` method) deal faults to the
     /// servers: through the local socket and stdio, and over HTTP only with
-    /// --token-file. For testing how an agent copes; off by default.
+    /// a bearer token (not with --no-token). For testing how an agent copes;
+    /// off by default.
     #[arg(long)]
     allow_faults: bool,
     #[command(flatten)]
@@ -77,6 +92,15 @@ pub(crate) async fn serve(
     };
     let place = SocketPlace::for_config(&settings.home, config.as_deref())
         .map_err(|e| Failure(format!("cannot name the socket: {e}"), 1))?;
+    if args.print_token || args.print_token_path {
+        let token = serve_token(&place)?;
+        if args.print_token {
+            println!("{}", token.expose());
+        } else {
+            println!("{}", place.token.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let listener = match SocketListener::bind(&place) {
         Ok(listener) => listener,
         Err(SocketError::AlreadyServing { .. }) if args.stdio && args.http.is_none() => {
@@ -90,9 +114,29 @@ pub(crate) async fn serve(
     http_options.idle = Duration::from_millis(args.session_idle_ms);
     http_options.allowed_origins = args.allow_origin.clone();
     http_options.naming = naming;
-    if let Some(path) = &args.token_file {
-        http_options.token =
-            Some(BearerToken::from_file(path).map_err(|e| Failure(e.to_string(), 2))?);
+    let mut token_line = None;
+    if let Some(addr) = args.http {
+        if let Some(path) = &args.token_file {
+            http_options.token =
+                Some(BearerToken::from_file(path).map_err(|e| Failure(e.to_string(), 2))?);
+        } else if args.no_token {
+            if !mcpvisor_serve::http::is_loopback(&addr) {
+                return Err(Failure(
+                    format!("--no-token is for loopback addresses only; {addr} is not one"),
+                    2,
+                ));
+            }
+            token_line = Some(
+                "mcpvisor: warning: --no-token: any local user can call every tool over HTTP"
+                    .to_string(),
+            );
+        } else {
+            http_options.token = Some(serve_token(&place)?);
+            token_line = Some(format!(
+                "mcpvisor: HTTP clients send Authorization: Bearer <the token in {}> (or see serve --print-token)",
+                output::clean_line(&place.token.display().to_string())
+            ));
+        }
     }
     let endpoint = match args.http {
         Some(addr) => Some(
@@ -129,6 +173,9 @@ pub(crate) async fn serve(
         let bound = endpoint
             .local_addr()
             .map_err(|e| Failure(e.to_string(), 1))?;
+        if let Some(line) = &token_line {
+            eprintln!("{line}");
+        }
         eprintln!("mcpvisor: serving http://{bound}/mcp");
         let gateway = gateway.clone();
         tasks.push(tokio::spawn(async move {
@@ -185,6 +232,13 @@ pub(crate) async fn serve(
     host.shutdown().await;
     drop(listener);
     Ok(code)
+}
+
+/// The bearer token of this configuration's `serve`, made beside its socket
+/// when there is none.
+fn serve_token(place: &SocketPlace) -> Result<BearerToken, Failure> {
+    place.prepare().map_err(|e| Failure(e.to_string(), 1))?;
+    BearerToken::load_or_create(&place.token).map_err(|e| Failure(e.to_string(), 2))
 }
 
 async fn report_reload(gateway: &Gateway) {

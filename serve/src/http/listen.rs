@@ -1,0 +1,136 @@
+//! The endpoint's accept loop: a cap on connections taken at accept, and
+//! HTTP/1 connections whose request heads must arrive within a deadline (which
+//! also closes a connection that stays silent). A peer that opens many
+//! connections, trickles bytes or never speaks holds a bounded number of
+//! descriptors for a bounded time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+/// At most one line per this long for a warning that can repeat as fast as
+/// a peer can connect.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// A warning said once per [`WARN_EVERY`], with the count of those held back.
+pub(crate) struct Hushed {
+    last: Option<Instant>,
+    held: u64,
+}
+
+impl Hushed {
+    pub(crate) fn new() -> Hushed {
+        Hushed {
+            last: None,
+            held: 0,
+        }
+    }
+
+    /// Whether to say it now; if so, how many were held back since the last time.
+    pub(crate) fn due(&mut self, now: Instant) -> Option<u64> {
+        match self.last {
+            Some(at) if now.duration_since(at) < WARN_EVERY => {
+                self.held += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.held))
+            }
+        }
+    }
+}
+
+/// Limits of the accept loop.
+pub(crate) struct Accepting {
+    /// Connections open at once; more are closed at accept.
+    pub(crate) max_connections: usize,
+    /// A request head (line and headers) must arrive whole within this long,
+    /// counted from when the connection is ready for one: a connection idle
+    /// this long between requests is closed too.
+    pub(crate) header_timeout: Duration,
+}
+
+/// Serves `router` on `listener` until `stop` resolves; then lets open
+/// connections finish for up to `drain`.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: Accepting,
+    stop: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) -> std::io::Result<()> {
+    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let service = TowerToHyperService::new(router);
+    let (mut full, mut failing) = (Hushed::new(), Hushed::new());
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut stop => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, most likely: wait for some to close
+                // instead of spinning on the same error.
+                if let Some(held) = failing.due(Instant::now()) {
+                    tracing::warn!(error = %e, held_back = held, "HTTP accept failed");
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            drop(stream);
+            if let Some(held) = full.due(Instant::now()) {
+                tracing::warn!(
+                    limit = limits.max_connections,
+                    held_back = held,
+                    "HTTP connection closed at accept: too many open"
+                );
+            }
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = builder.serve_connection(TokioIo::new(stream), service.clone());
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A connection's end (a timeout, a reset) is the peer's business.
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(drain, graceful.shutdown()).await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_warning_is_said_once_per_period_with_the_count_held_back() {
+        let mut hushed = Hushed::new();
+        let t0 = Instant::now();
+        assert_eq!(hushed.due(t0), Some(0));
+        for i in 1..=5 {
+            assert_eq!(hushed.due(t0 + Duration::from_millis(i)), None);
+        }
+        assert_eq!(hushed.due(t0 + WARN_EVERY), Some(5));
+        assert_eq!(hushed.due(t0 + WARN_EVERY), None);
+    }
+}
