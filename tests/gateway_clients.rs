@@ -115,9 +115,12 @@ struct Report {
 }
 
 /// Runs the client in `dir` with `args`, killing its process group on timeout.
-fn run_client(sdk: Sdk, dir: &Path, args: &[String]) -> Report {
+fn run_client(sdk: Sdk, dir: &Path, args: &[String], authorization: Option<String>) -> Report {
     use std::os::unix::process::CommandExt;
     let mut cmd = sdk.command();
+    if let Some(value) = authorization {
+        cmd.env("MCP_AUTHORIZATION", value);
+    }
     cmd.args(args)
         .current_dir(dir)
         .env("MCPVISOR_HOME", dir.join("home"))
@@ -163,7 +166,7 @@ fn over_stdio(sdk: Sdk, tag: &str) {
         "--stdio".to_string(),
     ];
     args.extend(SERVE_FLAGS.iter().map(|f| f.to_string()));
-    let report = run_client(sdk, &dir, &args);
+    let report = run_client(sdk, &dir, &args, None);
     check(sdk, &report.json, &report.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -173,8 +176,11 @@ fn over_http(sdk: Sdk, tag: &str) {
     let dir = empty_dir(tag);
     let mut args = vec!["--http", "127.0.0.1:0"];
     args.extend(SERVE_FLAGS);
+    // As a host runs it: with the bearer token serve made, which the client sends.
     let mut serve = HttpServe::start(&dir, &args, None);
-    let report = run_client(sdk, &dir, &["http".to_string(), serve.url.clone()]);
+    assert!(serve.token.is_some(), "serve --http made no token");
+    let url = serve.url.clone();
+    let report = run_client(sdk, &dir, &["http".to_string(), url], serve.authorization());
     let logs = format!(
         "client stderr:\n{}\nserve stderr:\n{}",
         report.stderr,

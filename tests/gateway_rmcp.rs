@@ -349,6 +349,8 @@ async fn rmcp_over_stdio() {
 struct HttpServe {
     child: Child,
     url: String,
+    /// The bearer token serve made, which the client sends as a host would.
+    token: String,
 }
 
 impl HttpServe {
@@ -367,6 +369,7 @@ impl HttpServe {
             .expect("start mcpvisor serve --http");
         let pipe = child.stderr.take().unwrap();
         let (url_tx, url_rx) = mpsc::channel();
+        let (token_tx, token_rx) = mpsc::channel();
         let sink = logs.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
@@ -374,15 +377,25 @@ impl HttpServe {
                 if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
                     let _ = url_tx.send(url.to_string());
                 }
+                if let Some((_, rest)) = line.split_once("Bearer <the token in ")
+                    && let Some((path, _)) = rest.split_once('>')
+                {
+                    let _ = token_tx.send(std::path::PathBuf::from(path));
+                }
                 sink.push(&line);
             }
         });
         let mut serve = HttpServe {
             child,
             url: String::new(),
+            token: String::new(),
         };
         match url_rx.recv_timeout(LISTEN_TIMEOUT) {
-            Ok(url) => serve.url = url,
+            Ok(url) => {
+                serve.url = url;
+                let path = token_rx.try_recv().expect("serve named no token file");
+                serve.token = std::fs::read_to_string(path).unwrap().trim().to_string();
+            }
             Err(_) => panic!(
                 "mcpvisor serve --http printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
                 logs.text()
@@ -420,7 +433,12 @@ async fn rmcp_over_http() {
     let logs = Logs::default();
     let mut serve = HttpServe::start(&dir, &logs);
     let recorder = Recorder::default();
-    let transport = StreamableHttpClientTransport::from_uri(serve.url.clone());
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            serve.url.clone(),
+        )
+        .auth_header(serve.token.clone());
+    let transport = StreamableHttpClientTransport::from_config(config);
     let client = bounded(
         "initialize",
         STEP_TIMEOUT,

@@ -234,7 +234,8 @@ mod raw {
 async fn a_servers_request_is_never_shown_to_another_client() {
     let (config, _home) = project("two-clients");
     let dir = config.parent().unwrap().to_path_buf();
-    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let serve =
+        support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0", "--no-token"], None);
     let url = serve.url.clone();
     let a = raw::Session::open(&url, "client-a").await;
     let b = raw::Session::open(&url, "client-b").await;
@@ -259,7 +260,8 @@ async fn a_servers_request_is_never_shown_to_another_client() {
 async fn with_two_callers_a_servers_request_goes_to_neither() {
     let (config, _home) = project("two-callers");
     let dir = config.parent().unwrap().to_path_buf();
-    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let serve =
+        support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0", "--no-token"], None);
     let url = serve.url.clone();
     let a = raw::Session::open(&url, "client-a").await;
     let b = raw::Session::open(&url, "client-b").await;

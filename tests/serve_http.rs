@@ -23,8 +23,15 @@ fn empty_dir(tag: &str) -> PathBuf {
 struct Serve(HttpServe);
 
 impl Serve {
+    /// The refusals here other than the token's are the same with or without
+    /// one; they are checked without (`--no-token`) unless the test names a
+    /// token file. The default token is tested in `serve_http_hardening.rs`.
     fn start(dir: &Path, args: &[&str]) -> Serve {
-        Serve(HttpServe::start(dir, args, Some("trace")))
+        let mut args = args.to_vec();
+        if !args.contains(&"--token-file") {
+            args.push("--no-token");
+        }
+        Serve(HttpServe::start(dir, &args, Some("trace")))
     }
 
     /// SIGTERM (it must exit 0), then everything it logged.
@@ -116,14 +123,21 @@ async fn foreign_origins_and_rebound_hosts_are_refused() {
     .await;
     assert_eq!(status, 403);
     assert!(message(&body).contains("DNS rebinding"), "{body}");
-    // A local tool (an inspector on another port) is accepted.
-    let (status, _, _) = post(
+    // A page on another loopback port is another site: refused unless listed.
+    let (status, _, body) = post(
         &serve.url,
         &[("origin", "http://localhost:6274")],
         initialize().to_string(),
     )
     .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 403, "{body}");
+    // The endpoint's own origin is accepted.
+    let own = serve
+        .url
+        .trim_end_matches("/mcp")
+        .replace("127.0.0.1", "localhost");
+    let (status, _, body) = post(&serve.url, &[("origin", &own)], initialize().to_string()).await;
+    assert_eq!(status, 200, "{body}");
     serve.stop();
 }
 
@@ -253,13 +267,13 @@ fn a_token_file_others_can_read_is_refused() {
 #[test]
 fn an_exposed_address_needs_a_token() {
     let dir = empty_dir("exposed");
-    let out = serve_command(&dir, &["--http", "0.0.0.0:0"])
+    let out = serve_command(&dir, &["--http", "0.0.0.0:0", "--no-token"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("not a loopback address") && stderr.contains("--token-file"),
+        stderr.contains("loopback addresses only") && stderr.contains("--no-token"),
         "{stderr}"
     );
     // It refused before starting any server.
@@ -456,6 +470,7 @@ async fn post_and_disconnect(url: &str, session: &str, id: u64, ms: u64) {
         "params": {"name": "mcp__demo__sleep", "arguments": {"ms": ms}}});
     let sent = reqwest::Client::new()
         .post(url)
+        .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-session-id", session)
         .timeout(Duration::from_millis(300))
@@ -539,16 +554,30 @@ async fn a_malformed_initialize_opens_no_session_and_a_batch_gets_an_array() {
     // The one slot is still free.
     let id = open_session(&serve.url, &[]).await;
     let batch = json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]).to_string();
-    let response = reqwest::Client::new()
+    // The transport asks clients to take both answer forms; one that takes
+    // JSON alone is refused.
+    let json_only = reqwest::Client::new()
         .post(&serve.url)
+        .header("content-type", "application/json")
         .header("accept", "application/json")
         .header("mcp-session-id", &id)
-        .body(batch)
+        .body(batch.clone())
         .send()
         .await
         .unwrap();
-    let answers: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
-    assert_eq!(answers, json!([{"jsonrpc": "2.0", "id": 2, "result": {}}]));
+    assert_eq!(json_only.status().as_u16(), 406);
+    let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], batch).await;
+    assert_eq!(status, 200, "{body}");
+    // A batch's answers come as a stream of its messages, each answer once.
+    let answers: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        answers,
+        vec![json!({"jsonrpc": "2.0", "id": 2, "result": {}})]
+    );
     serve.stop();
 }
 

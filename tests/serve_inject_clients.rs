@@ -263,7 +263,8 @@ fn inject_kill() -> Value {
 #[tokio::test]
 async fn over_http_inject_is_refused_without_the_bearer_token_even_with_allow_faults() {
     let dir = empty_dir("http-open");
-    let mut serve = HttpServe::start(&dir, &["--allow-faults", "--http", "127.0.0.1:0"], None);
+    let args = ["--allow-faults", "--http", "127.0.0.1:0", "--no-token"];
+    let mut serve = HttpServe::start(&dir, &args, None);
     let before = pid(&dir, "demo");
     let session = open_session(&serve.url, &[]).await;
     let (status, _, answer) = rpc(&serve.url, &[("mcp-session-id", &session)], inject_kill()).await;

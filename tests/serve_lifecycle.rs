@@ -67,7 +67,7 @@ fn a_stop_signal_answers_calls_in_flight_and_leaves_nothing(signal: Signal) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["serve", "--stdio", "--http", "127.0.0.1:0"])
+        .args(["serve", "--stdio", "--http", "127.0.0.1:0", "--no-token"])
         .current_dir(&dir)
         .env("MCPVISOR_HOME", dir.join("home"))
         .stdin(Stdio::piped())
@@ -134,6 +134,7 @@ fn a_stop_signal_answers_calls_in_flight_and_leaves_nothing(signal: Signal) {
             let client = reqwest::Client::new();
             let opened = client
                 .post(&url)
+                .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .body(init.to_string())
                 .send()
@@ -145,6 +146,7 @@ fn a_stop_signal_answers_calls_in_flight_and_leaves_nothing(signal: Signal) {
                 .to_string();
             client
                 .post(&url)
+                .header("content-type", "application/json")
                 .header("accept", "application/json, text/event-stream")
                 .header("mcp-session-id", &id)
                 .body(sleep.to_string())

@@ -197,7 +197,8 @@ async fn each_session_hears_only_its_own_resource_updates() {
     const DOC: &str = "demo://resource/static/document/architecture.md";
     let (config, _home) = project("updates");
     let dir = config.parent().unwrap().to_path_buf();
-    let serve = support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let serve =
+        support::serve::HttpServe::start(&dir, &["--http", "127.0.0.1:0", "--no-token"], None);
     let url = serve.url.clone();
     let a = HttpSession::open(&url).await;
     let b = HttpSession::open(&url).await;

@@ -145,7 +145,7 @@ fn cycles() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_coming_and_going_leave_serve_as_it_was() {
     let dir = empty_dir("serve-leaks", "cycles");
-    let mut serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let mut serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0", "--no-token"], None);
     let pid = serve.pid();
     for n in 0..5 {
         client_cycle(&serve.url, n).await;

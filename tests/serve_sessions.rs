@@ -51,7 +51,7 @@ fn is_error(result: &Value) -> bool {
 async fn a_cancel_in_one_session_ends_that_call_alone() {
     let dir = empty_dir("cancel");
     let mut serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
-    let http = reqwest::Client::new();
+    let http = serve.client();
     let a = Session::open(&http, &serve.url).await;
     let b = Session::open(&http, &serve.url).await;
     assert_ne!(a.id, b.id, "each initialize opens its own session");
@@ -147,7 +147,7 @@ async fn a_crashed_upstream_fails_only_its_own_calls() {
         ],
         None,
     );
-    let http = reqwest::Client::new();
+    let http = serve.client();
     let session = Session::open(&http, &serve.url).await;
     let pid_of = |server: &'static str, id: u64| {
         let session = session.clone();

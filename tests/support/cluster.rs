@@ -114,7 +114,7 @@ impl Node {
     }
 
     pub async fn session(&self) -> Session {
-        Session::open(&reqwest::Client::new(), &self.serve().url).await
+        Session::open(&self.serve().client(), &self.serve().url).await
     }
 
     /// SIGKILL to its whole process group (serve and its servers).

@@ -54,6 +54,9 @@ pub struct HttpServe {
     child: Child,
     /// The endpoint it printed: `http://127.0.0.1:PORT/mcp`.
     pub url: String,
+    /// The bearer token its clients send, read from the file it named
+    /// (`None` with `--no-token`).
+    pub token: Option<String>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -80,12 +83,18 @@ impl HttpServe {
         let pipe = child.stderr.take().unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         let (url_tx, url_rx) = mpsc::channel();
+        let (token_tx, token_rx) = mpsc::channel();
         let sink = stderr.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
                 if let Some(url) = line.strip_prefix("mcpvisor: serving ") {
                     let _ = url_tx.send(url.trim().to_string());
+                }
+                if let Some((_, rest)) = line.split_once("Bearer <the token in ")
+                    && let Some((path, _)) = rest.split_once('>')
+                {
+                    let _ = token_tx.send(PathBuf::from(path));
                 }
                 let mut sink = sink.lock().unwrap();
                 sink.push_str(&line);
@@ -95,10 +104,20 @@ impl HttpServe {
         let mut serve = HttpServe {
             child,
             url: String::new(),
+            token: None,
             stderr,
         };
         match url_rx.recv_timeout(LISTEN_TIMEOUT) {
-            Ok(url) => serve.url = url,
+            Ok(url) => {
+                serve.url = url;
+                // The token line comes before the serving line.
+                serve.token = token_rx.try_recv().ok().map(|path| {
+                    std::fs::read_to_string(&path)
+                        .unwrap_or_else(|e| panic!("read the token {}: {e}", path.display()))
+                        .trim()
+                        .to_string()
+                });
+            }
             Err(_) => {
                 return Err(format!(
                     "serve printed no serving line within {LISTEN_TIMEOUT:?}\nstderr:\n{}",
@@ -107,6 +126,24 @@ impl HttpServe {
             }
         }
         Ok(serve)
+    }
+
+    /// An HTTP client that sends the token (when there is one) with every request.
+    pub fn client(&self) -> reqwest::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &self.token {
+            let value = format!("Bearer {token}");
+            headers.insert(reqwest::header::AUTHORIZATION, value.parse().unwrap());
+        }
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .unwrap()
+    }
+
+    /// `Authorization: Bearer …` for clients built elsewhere.
+    pub fn authorization(&self) -> Option<String> {
+        self.token.as_ref().map(|t| format!("Bearer {t}"))
     }
 
     /// Its process id.

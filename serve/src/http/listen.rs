@@ -57,6 +57,19 @@ pub(crate) struct Accepting {
     pub(crate) header_timeout: Duration,
 }
 
+/// The cap on connections that the process's descriptors can hold: at most
+/// half of the soft `RLIMIT_NOFILE`, so connections alone can never take the
+/// descriptors the servers' pipes, the local socket and the CLI need.
+fn within_descriptors(cap: usize) -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, _)) => cap
+            .min(usize::try_from(soft / 2).unwrap_or(usize::MAX))
+            .max(1),
+        Err(_) => cap,
+    }
+}
+
 /// Serves `router` on `listener` until `stop` resolves; then lets open
 /// connections finish for up to `drain`.
 pub(crate) async fn serve(
@@ -66,7 +79,15 @@ pub(crate) async fn serve(
     stop: impl std::future::Future<Output = ()>,
     drain: Duration,
 ) -> std::io::Result<()> {
-    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let cap = within_descriptors(limits.max_connections);
+    if cap < limits.max_connections {
+        tracing::info!(
+            asked = limits.max_connections,
+            cap,
+            "HTTP connections capped at half the open-file limit"
+        );
+    }
+    let open = Arc::new(Semaphore::new(cap));
     let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -97,7 +118,7 @@ pub(crate) async fn serve(
             drop(stream);
             if let Some(held) = full.due(Instant::now()) {
                 tracing::warn!(
-                    limit = limits.max_connections,
+                    limit = cap,
                     held_back = held,
                     "HTTP connection closed at accept: too many open"
                 );

@@ -56,6 +56,20 @@ pub(crate) struct ServeArgs {
     /// An idle HTTP session is closed after this many milliseconds.
     #[arg(long, default_value_t = 30 * 60 * 1000)]
     session_idle_ms: u64,
+    /// An HTTP session that has not sent `notifications/initialized` this
+    /// many milliseconds after `initialize` (and has nothing in flight) is closed.
+    #[arg(long, default_value_t = 10_000)]
+    session_init_ms: u64,
+    /// HTTP connections open at once; more are closed as they are accepted.
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
+    /// A request's line and headers must arrive within this many
+    /// milliseconds; a connection silent that long is closed.
+    #[arg(long, default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// A request's body must arrive within this many milliseconds (408).
+    #[arg(long, default_value_t = 30_000)]
+    body_timeout_ms: u64,
     /// Threads running sessions and connections. One answers a call with the
     /// fewest hand-offs between threads (lower latency and CPU per call); more
     /// help when many sessions move large listings or results at once.
@@ -112,6 +126,10 @@ pub(crate) async fn serve(
     let mut http_options = HttpOptions::default();
     http_options.max_sessions = args.max_sessions;
     http_options.idle = Duration::from_millis(args.session_idle_ms);
+    http_options.init_timeout = Duration::from_millis(args.session_init_ms);
+    http_options.max_connections = args.max_connections.max(1);
+    http_options.header_timeout = Duration::from_millis(args.header_timeout_ms.max(1));
+    http_options.body_timeout = Duration::from_millis(args.body_timeout_ms.max(1));
     http_options.allowed_origins = args.allow_origin.clone();
     http_options.naming = naming;
     let mut token_line = None;

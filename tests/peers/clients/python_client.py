@@ -21,6 +21,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 import mcp_types as types
 
 ECHO = "mcp__demo__echo"
@@ -214,7 +215,12 @@ async def main(argv: list[str]) -> dict:
                 )
                 transport = stdio_client(params)
             else:
-                transport = streamable_http_client(argv[1])
+                # The gateway's bearer token, as a host's config would carry it.
+                authorization = os.environ.get("MCP_AUTHORIZATION")
+                headers = {"Authorization": authorization} if authorization else None
+                transport = streamable_http_client(
+                    argv[1], http_client=create_mcp_http_client(headers=headers)
+                )
             async with transport as (read, write):
                 async with ClientSession(read, write, message_handler=scenario.on_message) as session:
                     await scenario.run(session)

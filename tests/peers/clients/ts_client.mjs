@@ -217,7 +217,10 @@ async function main(argv) {
             stderr: 'inherit',
         });
     } else {
-        transport = new StreamableHTTPClientTransport(new URL(rest[0]));
+        // The gateway's bearer token, as a host's config would carry it.
+        const authorization = process.env.MCP_AUTHORIZATION;
+        const requestInit = authorization ? { headers: { Authorization: authorization } } : undefined;
+        transport = new StreamableHTTPClientTransport(new URL(rest[0]), { requestInit });
     }
     transport.onerror = error => (out.transport_errors ??= []).push(describe(error));
     const client = new Client({ name: 'mcpvisor-gateway-ts', version: '0.0.0' });
