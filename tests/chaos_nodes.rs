@@ -23,7 +23,7 @@ use support::demo;
 async fn killed_nodes_leave_and_return_and_the_hosts_servers_never_notice() {
     let dir = support::serve::empty_dir("chaos-nodes", "kill");
     let cookie = dir.join("cookie");
-    std::fs::write(&cookie, "chaos-node-cookie\n").unwrap();
+    std::fs::write(&cookie, "chaos-node-cookie-0123456789abcdef0123\n").unwrap();
     std::fs::set_permissions(&cookie, std::fs::Permissions::from_mode(0o600)).unwrap();
     let node_dir = dir.join("node");
     std::fs::create_dir_all(&node_dir).unwrap();

@@ -18,7 +18,7 @@ use support::cluster::{
 async fn a_node_with_the_wrong_cookie_is_refused() {
     let mut a = Node::new("cookie", "a", &["alpha"]);
     let mut d = Node::new("cookie", "d", &["delta"]);
-    write_cookie(&d.dir, "not-the-cluster-cookie");
+    write_cookie(&d.dir, "not-the-cluster-cookie-but-long-enough");
     a.start(&[], &[]);
     d.start(&[a.address()], &[]);
     let on_a = a.session().await;

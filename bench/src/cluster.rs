@@ -139,7 +139,10 @@ impl CookieFile {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        std::fs::write(&path, format!("bench-{}-{nanos}\n", std::process::id()))?;
+        std::fs::write(
+            &path,
+            format!("bench-cluster-cookie-{}-{nanos}\n", std::process::id()),
+        )?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         Ok(CookieFile { scratch })
     }

@@ -20,9 +20,11 @@ use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, Supervisio
 use ractor_cluster::node::NodeServerMessage;
 use tokio::task::JoinHandle;
 
+use crate::connections::Connections;
 use crate::inbound::{Asked, Inbound};
 use crate::link::Link;
 use crate::options::ClusterOptions;
+use crate::repeats::Repeats;
 use crate::tls::Tls;
 use crate::wire::{AgentMsg, MAX_EVENT_TEXT, MAX_PEERS, MAX_SERVERS, Wire, WireServer};
 
@@ -68,6 +70,8 @@ pub(crate) struct AgentArgs {
     pub(crate) options: ClusterOptions,
     pub(crate) node_server: ActorRef<NodeServerMessage>,
     pub(crate) tls: Option<Tls>,
+    pub(crate) connections: Arc<Connections>,
+    pub(crate) repeats: Arc<Repeats>,
 }
 
 /// Another node as this one knows it.
@@ -93,6 +97,8 @@ pub(crate) struct AgentState {
     options: ClusterOptions,
     node_server: ActorRef<NodeServerMessage>,
     tls: Option<Tls>,
+    connections: Arc<Connections>,
+    repeats: Arc<Repeats>,
     peers: HashMap<Arc<str>, Peer>,
     inbound: Inbound,
     /// Every call id this node gives, across its links (see `Link`).
@@ -151,6 +157,8 @@ impl Actor for Agent {
             options: args.options,
             node_server: args.node_server,
             tls: args.tls,
+            connections: args.connections,
+            repeats: args.repeats,
             peers: HashMap::new(),
             inbound,
             ids: Arc::new(AtomicU64::new(first_call_id())),
@@ -189,7 +197,11 @@ impl Actor for Agent {
         match msg {
             AgentMsg::Peer(wire) => state.heard(&myself, wire),
             AgentMsg::Unreadable(why) => {
-                tracing::warn!("a cluster message could not be read and was dropped: {why}");
+                crate::repeats::warn_repeated!(
+                    state.repeats,
+                    "unreadable".into(),
+                    "a cluster message could not be read and was dropped: {why}"
+                );
             }
             // Frames are for other nodes; one addressed here is nobody's.
             AgentMsg::Frame(_) => {}
@@ -556,7 +568,12 @@ impl AgentState {
                 continue;
             }
             *last = Some(now);
-            crate::dial::dial(self.node_server.clone(), address, self.tls.clone());
+            crate::dial::dial(
+                self.node_server.clone(),
+                self.connections.clone(),
+                address,
+                self.tls.clone(),
+            );
         }
     }
 }

@@ -41,6 +41,11 @@ pub enum ClusterError {
         "--cluster-listen {0} names no one interface: other nodes dial the address a node listens on, so give one they can reach"
     )]
     Listen(std::net::SocketAddr),
+    /// Plain TCP on an address other than loopback without `insecure_plaintext`.
+    #[error(
+        "--cluster-listen {0} is not loopback and the cluster has no TLS: give --tls-cert, --tls-key and --tls-ca, or --insecure-plaintext to let anyone on the network read and alter the cluster's traffic"
+    )]
+    Plaintext(std::net::SocketAddr),
     /// The host already belongs to a cluster.
     #[error("this host already joined a cluster as node `{0}`")]
     AlreadyJoined(String),

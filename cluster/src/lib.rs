@@ -15,19 +15,26 @@
 //! See `docs/CLUSTER.md` for the topology, how routes converge, and what is
 //! and is not promised on partition.
 
+mod accept;
 mod advert;
 mod agent;
+mod connections;
 mod dial;
 mod error;
+mod gate;
+mod handoff;
 mod inbound;
 mod link;
 mod options;
 mod relay;
+mod repeats;
 mod sessions;
 mod tls;
 mod wire;
 
 use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use mcpvisor_actors::Host;
 use ractor::{Actor, ActorRef};
@@ -35,10 +42,20 @@ use ractor_cluster::IncomingEncryptionMode;
 use ractor_cluster::node::{NodeConnectionMode, NodeServer, NodeServerMessage};
 
 pub use error::ClusterError;
-pub use options::{ClusterOptions, Cookie, TlsFiles};
+pub use options::{ClusterOptions, Cookie, MIN_COOKIE_CHARS, TlsFiles};
 
 use agent::{Agent, AgentArgs};
+use connections::Connections;
+use repeats::Repeats;
+use tokio::task::JoinHandle;
 use wire::AgentMsg;
+
+/// The cluster's decoding of what other nodes send, for the fuzz targets
+/// (`fuzz/fuzz_targets/cluster_frames.rs`): not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::gate::{FrameBound, FrameTooLarge, PREAUTH_FRAME_BYTES};
+}
 
 /// `address` as `IP:port` when it resolves, else as given (it is dialled,
 /// and resolved, again later).
@@ -61,6 +78,7 @@ pub struct Cluster {
     node: String,
     agent: ActorRef<AgentMsg>,
     node_server: ActorRef<NodeServerMessage>,
+    accepting: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -84,6 +102,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.accepting.abort();
         self.agent.stop(None);
         self.node_server.stop(None);
     }
@@ -117,25 +136,29 @@ async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, Cluste
     // Addresses as nodes advertise theirs (`IP:port`), so a node reached
     // through its configured name is known as reached.
     options.join = options.join.iter().map(|a| resolved(a)).collect();
-    // Bound before ractor_cluster takes the port, so a port in use is an error
-    // here rather than a listener that dies in the background.
-    std::net::TcpListener::bind(options.listen)
+    // This node accepts on its port itself (see `accept`); bound here, so a
+    // port in use is an error here rather than a listener dying in the background.
+    let listener = std::net::TcpListener::bind(options.listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(tokio::net::TcpListener::from_std)
         .map_err(|e| ClusterError::Start(format!("cannot listen on {}: {e}", options.listen)))?;
-    let encryption = match &tls {
-        Some(tls) => IncomingEncryptionMode::Tls(tls.acceptor.clone()),
-        None => IncomingEncryptionMode::Raw,
+    // ractor_cluster always runs a listener of its own: it gets a loopback
+    // port nobody is told of, and a TLS acceptor that takes no one.
+    let unused = match options.listen.ip() {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
     };
     let server = NodeServer::new(
-        options.listen.port(),
+        0,
         options.cookie.expose().to_string(),
         name.clone(),
         options.listen.ip().to_string(),
-        Some(encryption),
+        Some(IncomingEncryptionMode::Tls(tls::refusing())),
         // Every node dials every other itself (over TLS when it is on), from
         // the addresses nodes advertise.
         Some(NodeConnectionMode::Isolated),
     )
-    .with_listen_addr(options.listen.ip())
+    .with_listen_addr(unused)
     .with_max_inbound_frame_size(options.max_message_bytes as u64 + FRAME_OVERHEAD);
     let (node_server, _) = Actor::spawn(None, server, ())
         .await
@@ -147,6 +170,16 @@ async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, Cluste
             host.node_name().map(|n| n.to_string()).unwrap_or_default(),
         ));
     }
+    let connections = Connections::new();
+    let repeats = Arc::new(Repeats::default());
+    // Before any connection is handed over, so every session is tied to its own.
+    sessions::watch(
+        &node_server,
+        connections.clone(),
+        repeats.clone(),
+        tls.is_some(),
+    );
+    let acceptor = tls.as_ref().map(|t| t.acceptor.clone());
     let (agent, _) = Actor::spawn(
         None,
         Agent,
@@ -155,6 +188,8 @@ async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, Cluste
             options,
             node_server: node_server.clone(),
             tls,
+            connections: connections.clone(),
+            repeats: repeats.clone(),
         },
     )
     .await
@@ -162,10 +197,18 @@ async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, Cluste
         node_server.stop(None);
         ClusterError::Start(e.to_string())
     })?;
-    sessions::watch(&node_server);
+    let accepting = accept::Acceptor {
+        listener,
+        node_server: node_server.clone(),
+        tls: acceptor,
+        connections,
+        repeats,
+    }
+    .spawn();
     Ok(Cluster {
         node: name,
         agent,
         node_server,
+        accepting,
     })
 }

@@ -11,6 +11,11 @@ use crate::error::ClusterError;
 /// The longest cookie file read: a cookie is a secret of a few dozen bytes.
 const MAX_COOKIE_BYTES: u64 = 4096;
 
+/// The shortest cookie taken: 32 characters are 128 bits as hex and more as
+/// base64, so a cookie made as the message says cannot be guessed offline
+/// from what an eavesdropper of a plaintext handshake sees.
+pub const MIN_COOKIE_CHARS: usize = 32;
+
 /// The secret every node of a cluster shares. Nodes that do not present it
 /// are refused. Never shown: `Debug` prints a placeholder.
 #[derive(Clone)]
@@ -48,13 +53,16 @@ impl Cookie {
         Cookie::new(text.trim()).map_err(|reason| refuse(reason.into()))
     }
 
-    /// A cookie from its text: non-empty, printable ASCII, no whitespace.
+    /// A cookie from its text: printable ASCII without whitespace, at least
+    /// [`MIN_COOKIE_CHARS`] characters.
     pub fn new(text: &str) -> Result<Cookie, &'static str> {
-        if text.is_empty() {
-            return Err("the cookie is empty");
-        }
         if !text.bytes().all(|b| b.is_ascii_graphic()) {
             return Err("the cookie must be printable ASCII without spaces");
+        }
+        if text.len() < MIN_COOKIE_CHARS {
+            return Err(
+                "the cookie is shorter than 32 characters (128 bits as hex); make one with `head -c 32 /dev/urandom | base64`",
+            );
         }
         Ok(Cookie(text.to_string()))
     }
@@ -93,8 +101,13 @@ pub struct ClusterOptions {
     pub join: Vec<String>,
     /// The shared secret.
     pub cookie: Cookie,
-    /// TLS between nodes; plain TCP when `None`.
+    /// TLS between nodes; plain TCP when `None`, which only a loopback
+    /// `listen` may use unless `insecure_plaintext` is set.
     pub tls: Option<TlsFiles>,
+    /// Allows plain TCP on an address other than loopback: the cookie then
+    /// keeps strangers out, but anyone on the path reads every message, can
+    /// alter it, and can guess the cookie offline from the handshake.
+    pub insecure_plaintext: bool,
     /// How often this node tells each other node it is alive.
     pub heartbeat: Duration,
     /// A node not heard from for this long is lost: its routes are withdrawn
@@ -118,6 +131,7 @@ impl ClusterOptions {
             join: Vec::new(),
             cookie,
             tls: None,
+            insecure_plaintext: false,
             heartbeat: Duration::from_millis(250),
             lost_after: Duration::from_secs(2),
             max_message_bytes: 8 * 1024 * 1024,
@@ -147,6 +161,9 @@ impl ClusterOptions {
             // advertises it: it must name one interface.
             return Err(ClusterError::Listen(self.listen));
         }
+        if self.tls.is_none() && !self.insecure_plaintext && !self.listen.ip().is_loopback() {
+            return Err(ClusterError::Plaintext(self.listen));
+        }
         if self.heartbeat.is_zero() || self.lost_after <= self.heartbeat {
             return Err(ClusterError::Heartbeat {
                 heartbeat: self.heartbeat,
@@ -172,34 +189,57 @@ mod tests {
 
     #[test]
     fn a_cookie_file_others_can_read_is_refused() {
-        let path = file("open", "s3cret-cookie\n", 0o644);
+        let path = file("open", "s3cret-cookie-0123456789abcdef0123\n", 0o644);
         let e = Cookie::from_file(&path).unwrap_err();
         assert!(e.to_string().contains("0644"), "{e}");
         assert!(!e.to_string().contains("s3cret"), "{e}");
-        let path = file("group", "s3cret-cookie\n", 0o640);
+        let path = file("group", "s3cret-cookie-0123456789abcdef0123\n", 0o640);
         assert!(Cookie::from_file(&path).is_err());
     }
 
     #[test]
     fn a_private_cookie_file_is_read_and_never_shown() {
-        let path = file("private", "s3cret-cookie\n", 0o600);
+        let path = file("private", "s3cret-cookie-0123456789abcdef0123\n", 0o600);
         let cookie = Cookie::from_file(&path).unwrap();
-        assert_eq!(cookie.expose(), "s3cret-cookie");
+        assert_eq!(cookie.expose(), "s3cret-cookie-0123456789abcdef0123");
         assert!(!format!("{cookie:?}").contains("s3cret"));
         let options = ClusterOptions::new("127.0.0.1:1".parse().unwrap(), cookie);
         assert!(!format!("{options:?}").contains("s3cret"));
     }
 
     #[test]
-    fn empty_or_spaced_cookies_are_refused() {
+    fn empty_spaced_or_short_cookies_are_refused() {
         assert!(Cookie::from_file(&file("empty", "\n", 0o600)).is_err());
-        assert!(Cookie::from_file(&file("spaced", "a b\n", 0o600)).is_err());
+        let spaced = "a b".repeat(16);
+        assert!(Cookie::from_file(&file("spaced", &spaced, 0o600)).is_err());
+        let short = Cookie::from_file(&file("short", "0123456789abcdef0123456789abcde\n", 0o600))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            short.contains("head -c 32 /dev/urandom | base64"),
+            "{short}"
+        );
+        assert!(!short.contains("0123456789abcdef"), "{short}");
+        assert!(Cookie::new("0123456789abcdef0123456789abcdef").is_ok());
+    }
+
+    fn cookie() -> Cookie {
+        Cookie::new("0123456789abcdef0123456789abcdef").unwrap()
+    }
+
+    #[test]
+    fn plaintext_off_loopback_needs_to_be_asked_for() {
+        let mut options = ClusterOptions::new("192.0.2.1:9001".parse().unwrap(), cookie());
+        assert!(matches!(options.check(), Err(ClusterError::Plaintext(_))));
+        options.insecure_plaintext = true;
+        assert!(options.check().is_ok());
+        let loopback = ClusterOptions::new("[::1]:9001".parse().unwrap(), cookie());
+        assert!(loopback.check().is_ok());
     }
 
     #[test]
     fn a_heartbeat_slower_than_the_loss_is_refused() {
-        let mut options =
-            ClusterOptions::new("127.0.0.1:1".parse().unwrap(), Cookie::new("c").unwrap());
+        let mut options = ClusterOptions::new("127.0.0.1:1".parse().unwrap(), cookie());
         options.lost_after = options.heartbeat;
         assert!(matches!(
             options.check(),
@@ -207,7 +247,7 @@ mod tests {
         ));
         options.node_name = Some("bad name".into());
         assert!(matches!(options.check(), Err(ClusterError::NodeName(_))));
-        let open = ClusterOptions::new("0.0.0.0:9001".parse().unwrap(), Cookie::new("c").unwrap());
+        let open = ClusterOptions::new("0.0.0.0:9001".parse().unwrap(), cookie());
         assert!(matches!(open.check(), Err(ClusterError::Listen(_))));
     }
 }

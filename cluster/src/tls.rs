@@ -5,8 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use tokio_rustls::rustls::sign::CertifiedKey;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
@@ -40,6 +41,40 @@ fn certificates(
         return Err(refuse(what, path, "no certificate in it"));
     }
     Ok(certs)
+}
+
+/// Whether `certificate` names `node` among its subject alternative names:
+/// a DNS name equal to the node's name, or, for a node named by its
+/// address (`IP:port`, the default), that IP. The common name is not
+/// looked at (webpki, like browsers, matches names on SANs only).
+pub(crate) fn names_node(certificate: &CertificateDer<'_>, node: &str) -> bool {
+    let name = match node.parse::<std::net::SocketAddr>() {
+        Ok(address) => ServerName::IpAddress(address.ip().into()),
+        Err(_) => match ServerName::try_from(node) {
+            Ok(name) => name,
+            Err(_) => return false,
+        },
+    };
+    webpki::EndEntityCert::try_from(certificate)
+        .and_then(|cert| cert.verify_is_valid_for_subject_name(&name))
+        .is_ok()
+}
+
+/// A TLS acceptor that takes no one: it has no certificate to offer. It is
+/// what ractor_cluster's own listener (which mcpvisor does not use, see
+/// `accept`) is given, so nothing that reaches it gets a session.
+pub(crate) fn refusing() -> TlsAcceptor {
+    #[derive(Debug)]
+    struct NoCertificate;
+    impl ResolvesServerCert for NoCertificate {
+        fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+            None
+        }
+    }
+    let config = ServerConfig::builder()
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(NoCertificate));
+    TlsAcceptor::from(Arc::new(config))
 }
 
 /// Reads the node's certificate, key and CA.

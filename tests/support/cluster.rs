@@ -217,7 +217,9 @@ pub fn certify(ca_dir: &Path, nodes: &[&Node]) {
     let issuer = Issuer::new(ca_params, ca_key);
     for node in nodes {
         let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        // The address other nodes dial, and the node's name (a node is who its certificate names).
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), node.name.to_string()]).unwrap();
         params.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
@@ -250,4 +252,14 @@ pub fn tls_flags(node: &Node) -> Vec<String> {
             ]
         })
         .collect()
+}
+
+/// The resident set of process `pid`, in KiB (`VmRSS` in /proc/PID/status).
+pub fn rss_kib_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the node runs");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
 }

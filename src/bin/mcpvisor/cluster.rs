@@ -37,6 +37,10 @@ pub(crate) struct ClusterArgs {
     /// The CA that signs every node's certificate (PEM).
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     tls_ca: Option<PathBuf>,
+    /// Allow plain TCP on an address other than loopback (without TLS anyone
+    /// on the network reads and can alter the cluster's traffic).
+    #[arg(long, requires = "cluster_listen")]
+    insecure_plaintext: bool,
     /// How often nodes tell each other they are alive, in milliseconds.
     #[arg(long, default_value_t = 250, value_name = "MS")]
     heartbeat_ms: u64,
@@ -61,6 +65,7 @@ impl ClusterArgs {
         let mut options = ClusterOptions::new(listen, cookie);
         options.node_name = self.node_name.clone();
         options.join = self.join.clone();
+        options.insecure_plaintext = self.insecure_plaintext;
         options.heartbeat = Duration::from_millis(self.heartbeat_ms);
         options.lost_after = Duration::from_millis(self.node_lost_ms);
         if let (Some(cert), Some(key), Some(ca)) = (&self.tls_cert, &self.tls_key, &self.tls_ca) {
