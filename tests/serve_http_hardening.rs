@@ -133,23 +133,37 @@ async fn the_loopback_endpoint_needs_the_token_serve_made_and_print_token_gives_
 
 #[tokio::test]
 async fn silent_trickling_and_surplus_connections_are_closed() {
-    let dir = empty_dir("connections");
+    // Past the cap, a connection is closed as it is accepted, long before
+    // the (here long) header deadline would close it.
+    let dir = empty_dir("cap");
     let args = [
         "--http",
         "127.0.0.1:0",
         "--max-connections",
         "4",
         "--header-timeout-ms",
+        "60000",
+    ];
+    let capped = HttpServe::start(&dir, &args, None);
+    let held: Vec<TcpStream> = (0..4).map(|_| connect(&capped)).collect();
+    let mut surplus = connect(&capped);
+    assert!(
+        closed_within(&mut surplus, Duration::from_secs(10)),
+        "a fifth connection was held"
+    );
+    drop((held, capped));
+
+    let dir = empty_dir("connections");
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--max-connections",
+        "8",
+        "--header-timeout-ms",
         "1000",
     ];
     let serve = HttpServe::start(&dir, &args, None);
     let mut silent: Vec<TcpStream> = (0..4).map(|_| connect(&serve)).collect();
-    // Past the cap, a connection is closed as it is accepted.
-    let mut surplus = connect(&serve);
-    assert!(
-        closed_within(&mut surplus, Duration::from_secs(5)),
-        "a fifth connection was held"
-    );
     // A peer that sends its head a byte at a time is cut off at the deadline.
     let mut trickle = connect(&serve);
     let started = Instant::now();
@@ -165,7 +179,6 @@ async fn silent_trickling_and_surplus_connections_are_closed() {
             break;
         }
     }
-    // (The trickler took a slot once a silent one was closed, or was closed at accept.)
     assert!(
         cut || closed_within(&mut trickle, Duration::from_secs(5)),
         "a trickling head was still read after {:?}",
@@ -358,18 +371,36 @@ async fn control_methods_need_the_token_and_progress_reaches_only_its_caller() {
     );
 }
 
+/// `mcpvisor <args>` in `dir`, which must exit (refusing) within the bound.
+fn refused(dir: &std::path::Path, args: &[&str]) -> String {
+    let mut child = support::serve::mcpvisor(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = support::serve::wait_timeout(&mut child, Duration::from_secs(20));
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "`mcpvisor {}` did not refuse ({status:?}):\n{stderr}",
+        args.join(" ")
+    );
+    stderr
+}
+
 #[test]
 fn a_home_others_can_write_or_a_linked_run_directory_is_refused() {
     let dir = empty_dir("home");
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = support::serve::mcpvisor(&dir)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused(&dir, &["serve", "--http", "127.0.0.1:0"]);
     assert!(stderr.contains("others may write"), "{stderr}");
     // A `run` planted as a link (to a directory the attacker reads) is
     // neither served in nor attached to.
@@ -377,17 +408,8 @@ fn a_home_others_can_write_or_a_linked_run_directory_is_refused() {
     let elsewhere = dir.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, home.join("run")).unwrap();
-    let out = support::serve::mcpvisor(&dir)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let attached = support::serve::mcpvisor(&dir)
-        .args(["servers"])
-        .output()
-        .unwrap();
-    assert!(!attached.status.success());
-    let stderr = String::from_utf8_lossy(&attached.stderr);
+    refused(&dir, &["serve", "--http", "127.0.0.1:0"]);
+    let stderr = refused(&dir, &["servers"]);
     assert!(stderr.contains("a link?"), "{stderr}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
