@@ -2,15 +2,17 @@
 //!
 //! Agents find each other through a ractor process group per node
 //! (`node:NAME` in the `mcpvisor` scope), which ractor_cluster keeps in step
-//! across authenticated sessions: a member appearing is a node met, a member
-//! leaving is a session closed. Each agent advertises its host's servers to
+//! across authenticated sessions: a member appearing, through the session
+//! that authenticated as that node, is a node met; a member leaving is a
+//! session closed. Every message from a node met must carry the key this
+//! agent gave it (see `keys`). Each agent advertises its host's servers to
 //! every other, routes what the others advertise into its host, runs the
 //! calls they send, and pings them; a node silent for `lost_after` is lost
 //! (its routes withdrawn, its calls failed) until it speaks again.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use mcpvisor_actors::remote::NodeServers;
@@ -21,12 +23,18 @@ use ractor_cluster::node::NodeServerMessage;
 use tokio::task::JoinHandle;
 
 use crate::connections::Connections;
+use crate::dialling::{Dialling, MAX_RELAYED};
 use crate::inbound::{Asked, Inbound};
+use crate::keys::Key;
 use crate::link::Link;
+use crate::message::AgentMsg;
 use crate::options::ClusterOptions;
-use crate::repeats::Repeats;
+use crate::repeats::{Repeats, warn_repeated};
 use crate::tls::Tls;
-use crate::wire::{AgentMsg, MAX_EVENT_TEXT, MAX_PEERS, MAX_SERVERS, Wire, WireServer};
+use crate::wire::{MAX_EVENT_TEXT, MAX_SERVERS, Wire, WireServer};
+
+mod exchange;
+mod liveness;
 
 /// The process-group scope every node's agent joins.
 pub(crate) const SCOPE: &str = "mcpvisor";
@@ -43,19 +51,13 @@ const REPUBLISHED: Duration = Duration::from_millis(50);
 /// changed, whatever the signals said.
 const ADVERT_CHECK_TICKS: u64 = 20;
 
-/// How often an address this node cannot reach is tried again.
-const REJOIN_EVERY: Duration = Duration::from_secs(1);
-
-/// Where this node's call ids start: from the clock, so a node started
-/// again on the same name does not give the ids its previous run gave.
-fn first_call_id() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1);
-    // A node started again begins above every id its earlier run gave,
-    // unless that run made more calls than nanoseconds passed.
-    nanos.max(1)
+/// Whether `address` is an `IP:port` on `ip`: a node's own listen address
+/// is taken only on the IP its session comes from, so no node can have the
+/// others dial an address of its choosing in its own name.
+fn on_ip(address: &str, ip: IpAddr) -> bool {
+    address
+        .parse::<SocketAddr>()
+        .is_ok_and(|a| a.ip().to_canonical() == ip.to_canonical())
 }
 
 /// The group of the agent of node `name`.
@@ -82,7 +84,16 @@ struct Peer {
     last_seen: Instant,
     /// Silent past the bound: routes withdrawn until it speaks again.
     lost: bool,
-    /// Where it listens, as it advertised.
+    /// The key this node gave it: every message from it but a `hello` carries it.
+    given: Key,
+    /// Whether it sent a message with `given` (until then it is sent `hello`s).
+    has_key: bool,
+    /// A key it offered that this node is confirming, and the next to confirm.
+    confirming: Option<Key>,
+    next_offer: Option<Key>,
+    /// The IP its session comes from.
+    session_ip: IpAddr,
+    /// Where it listens, as it advertised (on `session_ip`).
     listen: Option<String>,
     /// Where the nodes it hears listen, as it advertised (bounded).
     knows: Vec<String>,
@@ -101,14 +112,12 @@ pub(crate) struct AgentState {
     repeats: Arc<Repeats>,
     peers: HashMap<Arc<str>, Peer>,
     inbound: Inbound,
-    /// Every call id this node gives, across its links (see `Link`).
-    ids: Arc<AtomicU64>,
     /// The advertisement last sent to every node, to skip sending it unchanged.
     advertised: Vec<u8>,
     advert_due: bool,
     ticks: u64,
-    /// Every address this node tries to be connected to, with the last try.
-    addresses: HashMap<String, Option<Instant>>,
+    /// Every address this node tries to be connected to.
+    dialling: Dialling,
     ticker: JoinHandle<()>,
     watcher: JoinHandle<()>,
     events: JoinHandle<()>,
@@ -138,12 +147,6 @@ impl Actor for Agent {
             }
         });
         let events = crate::relay::relay_events(&args.host, myself.clone());
-        let addresses = args
-            .options
-            .join
-            .iter()
-            .map(|a| (a.clone(), None))
-            .collect();
         let _ = myself.cast(AgentMsg::Rejoin);
         let inbound = Inbound::new(
             local.clone(),
@@ -161,11 +164,10 @@ impl Actor for Agent {
             repeats: args.repeats,
             peers: HashMap::new(),
             inbound,
-            ids: Arc::new(AtomicU64::new(first_call_id())),
             advertised: Vec::new(),
             advert_due: false,
             ticks: 0,
-            addresses,
+            dialling: Dialling::default(),
             ticker,
             watcher,
             events,
@@ -195,9 +197,16 @@ impl Actor for Agent {
         state: &mut AgentState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            AgentMsg::Peer(wire) => state.heard(&myself, wire),
+            AgentMsg::Peer { key, wire } => state.heard(&myself, key, wire),
+            AgentMsg::Confirm { from, offer, reply } => state.asked_to_confirm(&from, offer, reply),
+            AgentMsg::Confirmed {
+                node,
+                cell,
+                offer,
+                confirmed,
+            } => state.confirmed(&myself, &node, cell, offer, confirmed),
             AgentMsg::Unreadable(why) => {
-                crate::repeats::warn_repeated!(
+                warn_repeated!(
                     state.repeats,
                     "unreadable".into(),
                     "a cluster message could not be read and was dropped: {why}"
@@ -270,11 +279,35 @@ impl Actor for Agent {
 }
 
 impl AgentState {
-    /// A node's agent appeared in its group: greet it and tell it our servers.
+    /// The IP of the session `cell` came through, if that session
+    /// authenticated as node `name` (and, under TLS, its certificate names it).
+    fn session_of(&self, name: &str, cell: &ActorCell) -> Option<IpAddr> {
+        let ActorId::Remote { node_id, .. } = cell.get_id() else {
+            return None;
+        };
+        let conn = self.connections.session(node_id)?;
+        (conn.authenticated() && conn.node().as_deref() == Some(name)).then_some(conn.peer.ip())
+    }
+
+    /// A node's agent appeared in its group: offer it a key (see `keys`);
+    /// it is told our servers once its own key is confirmed.
     fn meet(&mut self, name: &str, cell: ActorCell) {
         if name == &*self.local {
             return;
         }
+        let Some(session_ip) = self.session_of(name, &cell) else {
+            warn_repeated!(
+                self.repeats,
+                format!("impostor {name}"),
+                node = %name,
+                "cluster agent ignored: it appeared in node {name}'s group through a session that is not that node's"
+            );
+            return;
+        };
+        let Some(given) = Key::random() else {
+            tracing::error!(node = %name, "no randomness for a cluster key: the node is not met");
+            return;
+        };
         let name: Arc<str> = Arc::from(name);
         if let Some(old) = self.peers.get(&name) {
             if old.cell == cell.get_id() {
@@ -288,7 +321,7 @@ impl AgentState {
             self.local.clone(),
             ActorRef::from(cell.clone()),
             self.options.max_message_bytes,
-            self.ids.clone(),
+            None,
         );
         tracing::info!(node = %name, "cluster node met");
         self.host
@@ -300,19 +333,21 @@ impl AgentState {
                 cell: cell.get_id(),
                 last_seen: Instant::now(),
                 lost: false,
+                given,
+                has_key: false,
+                confirming: None,
+                next_offer: None,
+                session_ip,
                 listen: None,
                 knows: Vec::new(),
                 servers: Vec::new(),
             },
         );
-        link.send(&Wire::Hello {
-            from: self.local.to_string(),
-        });
-        self.send_advert(&link);
+        link.send_hello(given);
     }
 
-    /// A message from another node.
-    fn heard(&mut self, myself: &ActorRef<AgentMsg>, wire: Wire) {
+    /// A message from another node, that came with `key`.
+    fn heard(&mut self, myself: &ActorRef<AgentMsg>, key: Option<Key>, wire: Wire) {
         let from: Arc<str> = Arc::from(wire.from());
         if from == self.local {
             return;
@@ -320,7 +355,10 @@ impl AgentState {
         if !self.peers.contains_key(&from) {
             // Heard before its group change arrived: find its agent now.
             let members = ractor::pg::get_scoped_members(&SCOPE.into(), &group_of(&from));
-            match members.into_iter().find(|c| !c.get_id().is_local()) {
+            match members
+                .into_iter()
+                .find(|c| self.session_of(&from, c).is_some())
+            {
                 Some(cell) => self.meet(&from, cell),
                 None => {
                     tracing::debug!(node = %from, "message from a node not met; dropped");
@@ -328,9 +366,25 @@ impl AgentState {
                 }
             }
         }
+        if let Wire::Hello { offer, .. } = &wire {
+            if let Some(offer) = Key::from_text(offer) {
+                self.offered(myself, &from, offer);
+            }
+            return;
+        }
         let Some(peer) = self.peers.get_mut(&from) else {
             return;
         };
+        if key != Some(peer.given) {
+            warn_repeated!(
+                self.repeats,
+                format!("unkeyed {from}"),
+                node = %from,
+                "cluster message dropped: it did not come with the key this node gave that node (another node sent it in that node's name, or an old session did)"
+            );
+            return;
+        }
+        peer.has_key = true;
         peer.last_seen = Instant::now();
         if peer.lost {
             // It speaks again: a fresh link, and its servers asked for anew.
@@ -343,15 +397,16 @@ impl AgentState {
                 self.local.clone(),
                 peer.link.agent().clone(),
                 self.options.max_message_bytes,
-                self.ids.clone(),
+                peer.link.stamp(),
             );
-            peer.link.send(&Wire::Hello {
-                from: self.local.to_string(),
-            });
+            peer.link.send_hello(peer.given);
         }
         let link = peer.link.clone();
         match wire {
-            Wire::Hello { .. } => self.send_advert(&link),
+            Wire::Hello { .. } => {}
+            // Routed once this node can answer its calls (its key confirmed):
+            // it is asked again then.
+            Wire::Advert { .. } if link.stamp().is_none() => {}
             Wire::Advert {
                 listen,
                 peers,
@@ -364,11 +419,12 @@ impl AgentState {
                 };
                 // Where it and the nodes it hears listen: this node dials
                 // those it is not connected to (see `rejoin`).
-                peer.listen = Some(listen).filter(|a| a.len() <= 256);
+                let ip = peer.session_ip;
+                peer.listen = Some(listen).filter(|a| on_ip(a, ip));
                 peer.knows = peers
                     .into_iter()
-                    .filter(|a| a.len() <= 256)
-                    .take(MAX_PEERS)
+                    .filter(|a| a.parse::<SocketAddr>().is_ok())
+                    .take(MAX_RELAYED)
                     .collect();
                 if peer.servers == fingerprint {
                     return;
@@ -470,7 +526,7 @@ impl AgentState {
     fn send_advert(&self, link: &Link) {
         let bytes = self.encoded_advert();
         if !bytes.is_empty() {
-            let _ = link.agent().cast(AgentMsg::Frame(bytes));
+            link.send_encoded(bytes.into());
         }
     }
 
@@ -481,99 +537,10 @@ impl AgentState {
         if bytes.is_empty() || (!force && bytes == self.advertised) {
             return;
         }
+        let shared: Arc<[u8]> = bytes.as_slice().into();
         for peer in self.peers.values().filter(|p| !p.lost) {
-            let _ = peer.link.agent().cast(AgentMsg::Frame(bytes.clone()));
+            peer.link.send_encoded(shared.clone());
         }
         self.advertised = bytes;
-    }
-
-    /// The heartbeat: tell every node this one is alive, lose the silent ones.
-    fn tick(&mut self, myself: &ActorRef<AgentMsg>) {
-        let now = Instant::now();
-        let silent: Vec<Arc<str>> = self
-            .peers
-            .iter()
-            .filter(|(_, p)| !p.lost && now.duration_since(p.last_seen) > self.options.lost_after)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in silent {
-            let why = format!(
-                "not heard from for {} ms",
-                self.options.lost_after.as_millis()
-            );
-            self.lose(&name, &why);
-        }
-        let ping = Wire::Ping {
-            from: self.local.to_string(),
-        };
-        for peer in self.peers.values() {
-            peer.link.send(&ping);
-        }
-        self.ticks += 1;
-        if self.ticks % ADVERT_CHECK_TICKS == 0 {
-            let _ = myself.cast(AgentMsg::Advertise);
-        }
-        let _ = myself.cast(AgentMsg::Rejoin);
-    }
-
-    /// Withdraws `name`'s routes, fails the calls waiting for it, and drops
-    /// the calls it had running here.
-    fn lose(&mut self, name: &Arc<str>, why: &str) {
-        let Some(peer) = self.peers.get_mut(name) else {
-            return;
-        };
-        if !peer.lost {
-            tracing::warn!(node = %name, waiting = peer.link.waiting(), "cluster node lost: {why}");
-            self.host.announce(HostEvent::NodeLost {
-                node: name.clone(),
-                reason: why.to_string(),
-            });
-        }
-        peer.lost = true;
-        // Its routes go: its next advertisement is routed even if unchanged.
-        peer.servers.clear();
-        peer.link.lose();
-        // Its calls running here are dropped, and each is answered as ended:
-        // if it still hears this node (a loss on one side only), nothing of
-        // it waits for an answer that will not come.
-        let link = peer.link.clone();
-        self.inbound.drop_node(name, &link);
-        self.host.forget_node(name);
-    }
-
-    /// Dials every address that no node this one has a session with
-    /// listens on, at most once per [`REJOIN_EVERY`] each: the configured
-    /// ones, and those the nodes it hears advertise now. A node lost by the
-    /// heartbeat whose session is still open is not dialled again (a second
-    /// session would compete with the first); its session closing removes it.
-    fn rejoin(&mut self) {
-        let now = Instant::now();
-        let reached: Vec<&String> = self
-            .peers
-            .values()
-            .filter_map(|p| p.listen.as_ref())
-            .collect();
-        let mut wanted: Vec<String> = self.options.join.clone();
-        for peer in self.peers.values() {
-            wanted.extend(peer.knows.iter().cloned());
-        }
-        wanted.sort();
-        wanted.dedup();
-        wanted.retain(|a| *a != self.listen && !reached.contains(&a));
-        // Addresses nobody wants any more are forgotten.
-        self.addresses.retain(|a, _| wanted.contains(a));
-        for address in wanted {
-            let last = self.addresses.entry(address.clone()).or_insert(None);
-            if last.is_some_and(|t| now.duration_since(t) < REJOIN_EVERY) {
-                continue;
-            }
-            *last = Some(now);
-            crate::dial::dial(
-                self.node_server.clone(),
-                self.connections.clone(),
-                address,
-                self.tls.clone(),
-            );
-        }
     }
 }

@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 
 use crate::link::Link;
-use crate::wire::{AgentMsg, Wire, WireError};
+use crate::message::AgentMsg;
+use crate::wire::{Wire, WireError};
 
 /// One call another node asked for.
 pub(crate) struct Asked {

@@ -20,11 +20,14 @@ mod advert;
 mod agent;
 mod connections;
 mod dial;
+mod dialling;
 mod error;
 mod gate;
 mod handoff;
 mod inbound;
+mod keys;
 mod link;
+mod message;
 mod options;
 mod relay;
 mod repeats;
@@ -46,9 +49,9 @@ pub use options::{ClusterOptions, Cookie, MIN_COOKIE_CHARS, TlsFiles};
 
 use agent::{Agent, AgentArgs};
 use connections::Connections;
+use message::AgentMsg;
 use repeats::Repeats;
 use tokio::task::JoinHandle;
-use wire::AgentMsg;
 
 /// The cluster's decoding of what other nodes send, for the fuzz targets
 /// (`fuzz/fuzz_targets/cluster_frames.rs`): not an API.

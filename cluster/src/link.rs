@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcpvisor_actors::ProgressCallback;
 use mcpvisor_actors::error::CallError;
@@ -15,7 +14,9 @@ use ractor::ActorRef;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::wire::{AgentMsg, Wire, WireError};
+use crate::keys::{Key, call_id};
+use crate::message::{AgentMsg, Frame};
+use crate::wire::{Wire, WireError};
 
 /// Calls to one node that may wait at once; past it a call is refused as overloaded.
 const MAX_PENDING: usize = 65_536;
@@ -39,10 +40,9 @@ struct LinkInner {
     local: Arc<str>,
     agent: ActorRef<AgentMsg>,
     max_message: usize,
-    /// The agent's call ids, shared by all its links: an id is never used
-    /// twice by this node, so an answer to a call of an earlier link (a node
-    /// lost and met again) never completes a call of a later one.
-    ids: Arc<AtomicU64>,
+    /// The key the other node gave this one, once confirmed (see `keys`):
+    /// every message but a `hello` carries it, and none goes without it.
+    stamp: Mutex<Option<Key>>,
     /// The calls waiting, and whether the node is lost (then new calls fail
     /// at once): one lock, so a call cannot slip in while the loss drains.
     pending: Mutex<Waiting>,
@@ -69,14 +69,14 @@ impl Link {
         local: Arc<str>,
         agent: ActorRef<AgentMsg>,
         max_message: usize,
-        ids: Arc<AtomicU64>,
+        stamp: Option<Key>,
     ) -> Self {
         Link(Arc::new(LinkInner {
             node,
             local,
             agent,
             max_message,
-            ids,
+            stamp: Mutex::new(stamp),
             pending: Mutex::new(Waiting::default()),
         }))
     }
@@ -86,18 +86,42 @@ impl Link {
         &self.0.agent
     }
 
+    /// The key the other node confirmed it gave this one.
+    pub(crate) fn set_stamp(&self, key: Key) {
+        *self.0.stamp.lock() = Some(key);
+    }
+
+    /// The key the other node gave this one, once confirmed.
+    pub(crate) fn stamp(&self) -> Option<Key> {
+        *self.0.stamp.lock()
+    }
+
     /// Sends `wire` to the other node; false when it is too large or cannot be sent.
     pub(crate) fn send(&self, wire: &Wire) -> bool {
-        match wire.encode(self.0.max_message) {
-            Ok(bytes) => self.0.agent.cast(AgentMsg::Frame(bytes)).is_ok(),
-            Err(size) => {
-                tracing::warn!(node = %self.0.node, size, "cluster message over the bound: not sent");
-                false
-            }
+        self.0.send(wire)
+    }
+
+    /// Sends an encoded message to the other node with its key; false
+    /// before the other node's key is confirmed.
+    pub(crate) fn send_encoded(&self, bytes: Arc<[u8]>) -> bool {
+        self.0.send_encoded(bytes)
+    }
+
+    /// Sends a `hello` (the one message without a key).
+    pub(crate) fn send_hello(&self, offer: Key) {
+        let hello = Wire::Hello {
+            from: self.0.local.to_string(),
+            offer: offer.to_text(),
+        };
+        if let Ok(bytes) = hello.encode(self.0.max_message) {
+            let _ = self.0.agent.cast(AgentMsg::Frame(Frame {
+                key: None,
+                bytes: bytes.into(),
+            }));
         }
     }
 
-    /// A call ended on the other node.
+    /// A call ended on the other node (the message came with its key).
     pub(crate) fn answer(&self, id: u64, outcome: Result<Value, WireError>) {
         let Some(pending) = self.0.pending.lock().calls.remove(&id) else {
             // Cancelled here, or an id this link never gave.
@@ -150,18 +174,38 @@ impl Link {
 }
 
 impl LinkInner {
+    fn send(&self, wire: &Wire) -> bool {
+        match wire.encode(self.max_message) {
+            Ok(bytes) => self.send_encoded(bytes.into()),
+            Err(size) => {
+                tracing::warn!(node = %self.node, size, "cluster message over the bound: not sent");
+                false
+            }
+        }
+    }
+
+    fn send_encoded(&self, bytes: Arc<[u8]>) -> bool {
+        // Nothing goes before the other node's key is confirmed: it would drop it.
+        let Some(key) = *self.stamp.lock() else {
+            return false;
+        };
+        self.agent
+            .cast(AgentMsg::Frame(Frame {
+                key: Some(key),
+                bytes,
+            }))
+            .is_ok()
+    }
+
     fn cancel(&self, id: u64) {
         let Some(pending) = self.pending.lock().calls.remove(&id) else {
             return;
         };
         let _ = pending.reply.send(Err(CallError::Cancelled));
-        let cancel = Wire::Cancel {
+        self.send(&Wire::Cancel {
             from: self.local.to_string(),
             id,
-        };
-        if let Ok(bytes) = cancel.encode(self.max_message) {
-            let _ = self.agent.cast(AgentMsg::Frame(bytes));
-        }
+        });
     }
 }
 
@@ -176,7 +220,11 @@ impl RemoteCalls for Link {
                 cancel: Arc::new(|| {}),
             }
         };
-        let id = inner.ids.fetch_add(1, Ordering::Relaxed);
+        // Unguessable, and never one that waits already.
+        let mut id = call_id();
+        while inner.pending.lock().calls.contains_key(&id) {
+            id = call_id();
+        }
         let call = Wire::Call {
             from: inner.local.to_string(),
             id,
@@ -234,8 +282,8 @@ impl RemoteCalls for Link {
                 },
             );
         }
-        if inner.agent.cast(AgentMsg::Frame(bytes)).is_err() {
-            // The node's session is gone; the loss is being handled.
+        if !inner.send_encoded(bytes.into()) {
+            // The node's session is gone (the loss is being handled), or its key unknown.
             if let Some(p) = inner.pending.lock().calls.remove(&id) {
                 let _ = p.reply.send(Err(CallError::NodeLost {
                     node: inner.node.clone(),

@@ -5,7 +5,7 @@ use mcpvisor_actors::{Host, HostEvent};
 use ractor::ActorRef;
 use tokio::task::JoinHandle;
 
-use crate::wire::AgentMsg;
+use crate::message::AgentMsg;
 
 /// Passes what happens to this host's own servers to the agent, for the
 /// other nodes: state changes, tool changes, faults. Progress and server logs

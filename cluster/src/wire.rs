@@ -17,7 +17,6 @@ use mcpvisor_protocol::icons::Icon;
 use mcpvisor_protocol::messages::ProgressParams;
 use mcpvisor_protocol::tool_schema::normalise_owned_schema;
 use mcpvisor_protocol::{ErrorObject, QualifiedMcpToolName, ToolDefinition};
-use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -27,15 +26,13 @@ pub(crate) const MAX_SERVERS: usize = 4096;
 /// The longest event line passed to other nodes.
 pub(crate) const MAX_EVENT_TEXT: usize = 4096;
 
-/// The most other nodes' addresses one node may pass on.
-pub(crate) const MAX_PEERS: usize = 1024;
-
 /// One message from one node to another.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub(crate) enum Wire {
-    /// Asks the receiver for its advertisement (on meeting, and after a silence).
-    Hello { from: String },
+    /// Offers the receiver the key it must send to the sender with (hex, see
+    /// `keys`), and asks for its advertisement (on meeting, after a silence).
+    Hello { from: String, offer: String },
     /// Every server the sender supervises, with its routed tools, where it
     /// listens, and where the nodes it hears listen (so every node reaches
     /// every other).
@@ -84,7 +81,7 @@ impl Wire {
     /// The node that sent it.
     pub(crate) fn from(&self) -> &str {
         match self {
-            Wire::Hello { from }
+            Wire::Hello { from, .. }
             | Wire::Advert { from, .. }
             | Wire::Ping { from }
             | Wire::Call { from, .. }
@@ -289,119 +286,9 @@ impl WireError {
     }
 }
 
-/// To a node's agent: from another node, or from its own host and timers.
-pub(crate) enum AgentMsg {
-    /// A message from another node.
-    Peer(Wire),
-    /// A message from another node that could not be read: why (never its content).
-    Unreadable(String),
-    /// An encoded [`Wire`] for another node's agent: the only kind that
-    /// crosses the wire.
-    Frame(Vec<u8>),
-    /// Time to tell every node this one is alive, and to check who went silent.
-    Tick,
-    /// This host's servers or routes changed: advertise them soon.
-    LocalChanged,
-    /// Advertise this host's servers to every node now.
-    Advertise,
-    /// Try the configured nodes this one is not connected to.
-    Rejoin,
-    /// A call another node asked for ended here (answered or cancelled).
-    InboundDone { from: String, id: u64 },
-    /// Something happened to one of this host's servers, for the other nodes.
-    LocalEvent {
-        kind: &'static str,
-        server: String,
-        text: String,
-    },
-}
-
-impl ractor::Message for AgentMsg {
-    fn serializable() -> bool {
-        true
-    }
-
-    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
-        match self {
-            AgentMsg::Frame(args) => Ok(SerializedMessage::Cast {
-                variant: String::new(),
-                args,
-                metadata: None,
-            }),
-            // Everything else is a node's own business.
-            _ => Err(BoxedDowncastErr),
-        }
-    }
-
-    fn deserialize(message: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
-        let SerializedMessage::Cast { args, .. } = message else {
-            return Ok(AgentMsg::Unreadable("not a cast".into()));
-        };
-        Ok(match serde_json::from_slice::<Wire>(&args) {
-            Ok(wire) => AgentMsg::Peer(wire),
-            // Where and what kind of error, not the text: a call's arguments
-            // are its caller's data.
-            Err(e) => AgentMsg::Unreadable(format!(
-                "{:?} error at line {} column {}",
-                e.classify(),
-                e.line(),
-                e.column()
-            )),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ractor::Message;
-
-    fn roundtrip(wire: &Wire) -> AgentMsg {
-        let bytes = wire.encode(1 << 20).unwrap();
-        let serialized = AgentMsg::Frame(bytes).serialize().unwrap();
-        AgentMsg::deserialize(serialized).unwrap()
-    }
-
-    #[test]
-    fn a_call_crosses_and_comes_back_the_same() {
-        let call = Wire::Call {
-            from: "b".into(),
-            id: 7,
-            tool: "mcp__echo__say".into(),
-            arguments: Some(serde_json::json!({"text": "hi"})),
-            timeout_ms: Some(500),
-            progress: true,
-        };
-        let AgentMsg::Peer(Wire::Call {
-            from,
-            id,
-            tool,
-            arguments,
-            timeout_ms,
-            progress,
-        }) = roundtrip(&call)
-        else {
-            panic!("not a call");
-        };
-        assert_eq!(
-            (from.as_str(), id, tool.as_str(), timeout_ms, progress),
-            ("b", 7, "mcp__echo__say", Some(500), true)
-        );
-        assert_eq!(arguments.unwrap()["text"], "hi");
-    }
-
-    #[test]
-    fn garbage_is_unreadable_and_its_content_is_not_repeated() {
-        let serialized = SerializedMessage::Cast {
-            variant: String::new(),
-            args: br#"{"t":"call","from":"secret-argument-value"#.to_vec(),
-            metadata: None,
-        };
-        let AgentMsg::Unreadable(why) = AgentMsg::deserialize(serialized).unwrap() else {
-            panic!("garbage was read");
-        };
-        assert!(!why.contains("secret"), "{why}");
-    }
 
     #[test]
     fn a_message_over_the_bound_is_refused_with_its_size() {
@@ -419,12 +306,6 @@ mod tests {
         let size = advert.encode(16).unwrap_err();
         assert!(size > 16);
         assert!(advert.encode(size).is_ok());
-    }
-
-    #[test]
-    fn only_frames_cross_the_wire() {
-        assert!(AgentMsg::Tick.serialize().is_err());
-        assert!(AgentMsg::Advertise.serialize().is_err());
     }
 
     #[test]
