@@ -5,8 +5,10 @@
 //! ```sh
 //! valgrind --tool=callgrind target/release/harness profile-calls mcpvisor 2000
 //! perf record -g target/release/harness profile-fleet mcpvisor 100 20
-//! # a gateway already serving (e.g. under callgrind): its tool, or MCP pings
-//! target/release/harness profile-gateway http://127.0.0.1:PORT/mcp mcp__echo__echo 2000
+//! # a gateway already serving (e.g. under callgrind): its tool, or MCP pings;
+//! # MCP_BEARER_TOKEN is sent as its bearer token when set
+//! MCP_BEARER_TOKEN=$(mcpvisor serve --print-token) \
+//!   target/release/harness profile-gateway http://127.0.0.1:PORT/mcp mcp__echo__echo 2000
 //! ```
 
 use std::time::Instant;
@@ -29,7 +31,8 @@ pub const PROFILE_GATEWAY_ARG: &str = "profile-gateway";
 /// trip in microseconds after 100 warm-up calls.
 pub async fn profile_gateway(url: &str, tool: &str, calls: usize) -> anyhow::Result<(f64, f64)> {
     let arguments = serde_json::json!({"text": crate::servers::PAYLOAD});
-    let mut client = HttpFloor::open_mcp(url, tool, &arguments).await?;
+    let token = std::env::var("MCP_BEARER_TOKEN").ok();
+    let mut client = HttpFloor::open_mcp_with(url, tool, &arguments, token.as_deref()).await?;
     if tool == "ping" {
         client = client.pinging();
     }

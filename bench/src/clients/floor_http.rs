@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, bail, ensure};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
 use crate::servers::{Endpoint, ServerTarget};
 
@@ -20,6 +20,8 @@ pub struct HttpFloor {
     client: reqwest::Client,
     url: String,
     session: Option<HeaderValue>,
+    /// `Authorization: Bearer …` for a gateway that asks for a token.
+    authorization: Option<HeaderValue>,
     next_id: AtomicU64,
     /// The `tools/call` body up to its id, and after it; for a plain JSON
     /// endpoint ([`HttpFloor::open_rest`]) the whole body, and no id.
@@ -47,10 +49,25 @@ impl HttpFloor {
         tool: &str,
         arguments: &serde_json::Value,
     ) -> anyhow::Result<HttpFloor> {
+        HttpFloor::open_mcp_with(url, tool, arguments, None).await
+    }
+
+    /// [`HttpFloor::open_mcp`], sending `bearer` as the bearer token with
+    /// every request when given.
+    pub async fn open_mcp_with(
+        url: &str,
+        tool: &str,
+        arguments: &serde_json::Value,
+        bearer: Option<&str>,
+    ) -> anyhow::Result<HttpFloor> {
+        let authorization = bearer
+            .map(|token| HeaderValue::from_str(&format!("Bearer {token}")))
+            .transpose()?;
         let mut floor = HttpFloor {
             client: reqwest::Client::builder().build()?,
             url: url.to_string(),
             session: None,
+            authorization,
             next_id: AtomicU64::new(2),
             body: (
                 "{\"jsonrpc\":\"2.0\",\"id\":".to_string(),
@@ -91,6 +108,7 @@ impl HttpFloor {
             client: reqwest::Client::builder().build()?,
             url: url.to_string(),
             session: None,
+            authorization: None,
             next_id: AtomicU64::new(0),
             body: (body, None),
         })
@@ -106,6 +124,9 @@ impl HttpFloor {
             .body(body);
         if let Some(session) = &self.session {
             request = request.header(SESSION_HEADER, session.clone());
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
         }
         let answer = request.send().await?;
         ensure!(
@@ -132,12 +153,11 @@ impl HttpFloor {
     /// Deletes the session.
     pub async fn close(self) {
         if let Some(session) = &self.session {
-            let _ = self
-                .client
-                .delete(&self.url)
-                .header(SESSION_HEADER, session.clone())
-                .send()
-                .await;
+            let mut delete = self.client.delete(&self.url);
+            if let Some(authorization) = &self.authorization {
+                delete = delete.header(AUTHORIZATION, authorization.clone());
+            }
+            let _ = delete.header(SESSION_HEADER, session.clone()).send().await;
         }
     }
 }

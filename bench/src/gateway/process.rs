@@ -252,11 +252,24 @@ impl GatewayProcess {
                 json!({"server_name": UPSTREAM, "tool": "echo", "arguments": arguments})
                     .to_string(),
             ),
-            Gateway::Mcpvisor => HttpFloor::open_mcp(&self.url, QUALIFIED_TOOL, &arguments).await,
+            Gateway::Mcpvisor => {
+                let token = self.bearer_token();
+                HttpFloor::open_mcp_with(&self.url, QUALIFIED_TOOL, &arguments, token.as_deref())
+                    .await
+            }
             Gateway::Supergateway | Gateway::McpProxy => {
                 HttpFloor::open_mcp(&self.url, "echo", &arguments).await
             }
         }
+    }
+
+    /// The bearer token `mcpvisor serve` made, from the file its log names
+    /// (`None` for a serve that asks for none, as builds before the token did).
+    pub fn bearer_token(&self) -> Option<String> {
+        let log = std::fs::read_to_string(&self.log).ok()?;
+        let (_, rest) = log.split_once("Bearer <the token in ")?;
+        let (path, _) = rest.split_once('>')?;
+        Some(std::fs::read_to_string(path).ok()?.trim().to_string())
     }
 
     /// The `.mcp.json` and home of `mcpvisor serve`.

@@ -10,6 +10,7 @@
 mod answer;
 mod guard;
 mod listen;
+mod screen;
 mod sessions;
 mod token;
 
@@ -25,7 +26,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::StreamExt;
-use mcpvisor_protocol::jsonrpc::{Incoming, Message, error_codes};
+use mcpvisor_protocol::jsonrpc::{Message, error_codes};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -33,12 +34,13 @@ pub use guard::is_loopback;
 pub use token::{BearerToken, TokenFileError};
 
 use crate::gateway::Gateway;
-use crate::lines::parse_error;
 use crate::reach::Reach;
-use crate::session::{Session, error_message};
+use crate::session::Session;
 use crate::tools::Naming;
-use answer::{answer, answer_one, json_body, sse_event};
-use guard::{Admission, Refusal};
+use answer::{answer, answer_one, sse_event};
+use guard::Admission;
+use screen::{Parsed, Refused, refuse};
+pub use screen::{ScreenLimits, Screened, screen_post};
 use sessions::{HttpSession, Sessions, Touching};
 
 /// The session header.
@@ -209,32 +211,6 @@ async fn reap(endpoint: Arc<Endpoint>) {
     }
 }
 
-/// A request turned away before it reached a session: its status and a
-/// JSON-RPC error body, so every refusal reads the same way.
-struct Refused(StatusCode, i64, String);
-
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        refuse(self.0, self.1, self.2)
-    }
-}
-
-/// A JSON-RPC error as a whole HTTP answer.
-fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
-    let body = error_message(None, code, message).to_vec();
-    let mut response = (status, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    if status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    response
-}
-
 fn admit(endpoint: &Endpoint, headers: &HeaderMap) -> Result<(), Refused> {
     let admission = Admission {
         loopback: endpoint.loopback,
@@ -242,20 +218,7 @@ fn admit(endpoint: &Endpoint, headers: &HeaderMap) -> Result<(), Refused> {
         allowed_origins: &endpoint.options.allowed_origins,
         token: endpoint.options.token.as_ref(),
     };
-    guard::check(headers, &admission).map_err(|refusal| {
-        let (status, message) = match refusal {
-            Refusal::Host => (
-                StatusCode::FORBIDDEN,
-                "Host header missing, malformed or not naming this machine (DNS rebinding protection)",
-            ),
-            Refusal::Origin => (
-                StatusCode::FORBIDDEN,
-                "Origin not allowed (add it with --allow-origin)",
-            ),
-            Refusal::Token => (StatusCode::UNAUTHORIZED, "a valid bearer token is required"),
-        };
-        Refused(status, -32000, message.into())
-    })
+    guard::check(headers, &admission).map_err(screen::turned_away)
 }
 
 fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refused> {
@@ -307,45 +270,6 @@ fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(),
     Ok(())
 }
 
-/// What a POST must say of itself, as the transport asks: a JSON body
-/// (`Content-Type: application/json`, which a page cannot send another site
-/// without the browser asking first) and an `Accept` listing both answer forms.
-fn posted_json(headers: &HeaderMap) -> Result<(), Refused> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Err(Refused(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            error_codes::INVALID_REQUEST,
-            "Content-Type must be application/json".into(),
-        ));
-    }
-    let accepted: Vec<String> = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .collect();
-    let takes = |media: &str, family: &str| {
-        accepted
-            .iter()
-            .any(|a| a == media || a == family || a == "*/*")
-    };
-    if !(takes("application/json", "application/*") && takes("text/event-stream", "text/*")) {
-        return Err(Refused(
-            StatusCode::NOT_ACCEPTABLE,
-            error_codes::INVALID_REQUEST,
-            "Accept must list both application/json and text/event-stream".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Reads a POST's body: refused at once when it says it is too large,
 /// bounded in size and in time, and counted against the bytes all bodies
 /// being read may take together.
@@ -355,30 +279,8 @@ async fn read_body(
     body: Body,
 ) -> Result<bytes::Bytes, Refused> {
     let limit = endpoint.options.max_body;
-    let too_large = || {
-        Refused(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            error_codes::INVALID_REQUEST,
-            format!("request body larger than {limit} bytes"),
-        )
-    };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().parse::<u64>());
-    let expected = match declared {
-        Some(Ok(n)) if n > limit as u64 => return Err(too_large()),
-        Some(Ok(n)) => n as usize,
-        Some(Err(_)) => {
-            return Err(Refused(
-                StatusCode::BAD_REQUEST,
-                error_codes::INVALID_REQUEST,
-                "Content-Length is not a number".into(),
-            ));
-        }
-        // Chunked: it may take up to the limit.
-        None => limit,
-    };
+    let too_large = || screen::too_large(limit);
+    let expected = screen::declared_length(headers, limit)?;
     let deadline = tokio::time::Instant::now() + endpoint.options.body_timeout;
     let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
     let busy = || {
@@ -419,7 +321,7 @@ async fn on_post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers).and_then(|()| posted_json(&headers)) {
+    if let Err(refusal) = admit(&endpoint, &headers).and_then(|()| screen::posted_json(&headers)) {
         return refusal.into_response();
     }
     // A request for a session that is not there is answered before its body is read.
@@ -434,54 +336,16 @@ async fn on_post(
         Ok(bytes) => bytes,
         Err(refusal) => return refusal.into_response(),
     };
-    let (mut messages, batch) = match Message::parse(&bytes) {
-        Ok(Incoming::Single(m)) => (vec![m], false),
-        // A batch holds no more than a session may have in flight, so its
-        // refusals always fit the answer channel.
-        Ok(Incoming::Batch(items)) if items.len() > endpoint.gateway.options().max_in_flight => {
-            let limit = endpoint.gateway.options().max_in_flight;
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                error_codes::INVALID_REQUEST,
-                format!("a batch may hold at most {limit} messages"),
-            );
-        }
-        Ok(Incoming::Batch(items)) => match items.into_iter().collect::<Result<Vec<_>, _>>() {
-            Ok(messages) => (messages, true),
-            Err(e) => {
-                return (StatusCode::BAD_REQUEST, json_body(parse_error(&e))).into_response();
-            }
-        },
-        Err(e) => return (StatusCode::BAD_REQUEST, json_body(parse_error(&e))).into_response(),
+    let max_batch = endpoint.gateway.options().max_in_flight;
+    let Parsed {
+        mut messages,
+        batch,
+        initialize,
+    } = match screen::parse(&bytes, max_batch, named.is_some()) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return refusal.into_response(),
     };
-    let initialize = messages
-        .iter()
-        .any(|m| matches!(m, Message::Request(r) if r.method == "initialize"));
     let (session_id, session) = if initialize {
-        if messages.len() != 1 {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                error_codes::INVALID_REQUEST,
-                "initialize must be sent alone",
-            );
-        }
-        if named.is_some() {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                error_codes::INVALID_REQUEST,
-                "initialize opens a new session: send it without Mcp-Session-Id",
-            );
-        }
-        // A malformed initialize opens no session (it would hold a slot until it expired).
-        let versioned = matches!(&messages[0], Message::Request(r)
-            if r.params.as_ref().and_then(|p| p.get("protocolVersion")).is_some_and(|v| v.is_string()));
-        if !versioned {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                error_codes::INVALID_PARAMS,
-                "initialize needs a string `protocolVersion`",
-            );
-        }
         let gateway = endpoint.gateway.clone();
         let naming = endpoint.options.naming;
         let queue = gateway.options().outbound_queue;
