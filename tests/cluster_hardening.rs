@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use support::cluster::{COOKIE, Node, await_tools, certify, rss_kib_of, strs, tls_flags};
+use serde_json::json;
+use support::cluster::{COOKIE, Node, await_tools, certify, rss_kib_of, strs, text, tls_flags};
 
 /// A node closes an unauthenticated connection 5 s after accepting it; this
 /// leaves room for a loaded machine.
@@ -184,4 +185,59 @@ fn a_cookie_shorter_than_128_bits_is_refused_with_how_to_make_one() {
     );
     assert!(!stderr.contains("short-secret-cookie"), "{stderr}");
     assert!(!stderr.contains(COOKIE), "{stderr}");
+}
+
+/// `text` as Rust's `Debug` prints its bytes (`[77, 65, …]`), the way a
+/// library logging a frame's `Vec<u8>` would show it.
+fn as_debug_bytes(text: &str) -> String {
+    let bytes: Vec<String> = text.bytes().map(|b| b.to_string()).collect();
+    bytes.join(", ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_vv_no_call_argument_frame_or_cookie_reaches_the_log() {
+    let mut a = Node::new("vv", "a", &["alpha"]);
+    let mut b = Node::new("vv", "b", &["beta"]);
+    a.start_logging(&[], &["-vv"], None);
+    b.start_logging(&[a.address()], &["-vv"], None);
+    let on_b = b.session().await;
+    let mut id = 100;
+    await_tools(&on_b, &mut id, &["mcp__alpha__echo"], true).await;
+    let marker = "argument-marker-7f3a91c4";
+    let echoed = on_b
+        .call_result(7, "mcp__alpha__echo", json!({"text": marker}))
+        .await;
+    assert_eq!(text(&echoed), marker, "{echoed}");
+    for node in [&mut a, &mut b] {
+        let log = node.stop();
+        assert!(log.contains("DEBUG"), "not logging at debug:\n{log}");
+        for secret in [marker, COOKIE] {
+            assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+            assert!(
+                !log.contains(&as_debug_bytes(secret)),
+                "{secret} in the log as bytes:\n{log}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_sessions_from_one_address_are_logged_once_a_window() {
+    let mut a = Node::new("repeats", "a", &["alpha"]);
+    a.start(&[], &[]);
+    let port: SocketAddr = a.address().parse().unwrap();
+    // Thirty sessions that close before authenticating, as a node with the
+    // wrong cookie retried for ever would make.
+    for _ in 0..30 {
+        let mut stream = connect_from(2, port).await.unwrap();
+        let _ = stream.write_all(&3u64.to_be_bytes()).await;
+        let _ = stream.write_all(b"bad").await;
+        drop(stream);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = a.stop();
+    let refused = log.matches("cluster session refused").count();
+    assert_eq!(refused, 1, "{log}");
+    assert!(!log.contains("ractor_cluster"), "{log}");
 }

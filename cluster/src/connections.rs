@@ -75,8 +75,9 @@ impl Drop for Ticket {
 struct Table {
     /// Handed to ractor_cluster, its session not yet opened, by label.
     handed: HashMap<String, Weak<Conn>>,
-    /// By ractor_cluster's id of the session (the `node_id` in a remote actor's id).
-    sessions: HashMap<u64, Weak<Conn>>,
+    /// By ractor_cluster's id of the session (the `node_id` in a remote
+    /// actor's id), until ractor_cluster says it closed.
+    sessions: HashMap<u64, Arc<Conn>>,
     unauthenticated: usize,
     per_ip: HashMap<IpAddr, usize>,
 }
@@ -148,19 +149,19 @@ impl Connections {
     /// ractor_cluster opened the session `node_id` for the connection `label`.
     pub(crate) fn opened(&self, label: &str, node_id: u64) -> Option<Arc<Conn>> {
         let mut table = self.table.lock();
-        let conn = table.handed.remove(label)?;
+        let conn = table.handed.remove(label)?.upgrade()?;
         table.sessions.insert(node_id, conn.clone());
-        conn.upgrade()
+        Some(conn)
     }
 
     /// The connection of session `node_id`, while it lives.
     pub(crate) fn session(&self, node_id: u64) -> Option<Arc<Conn>> {
-        self.table.lock().sessions.get(&node_id)?.upgrade()
+        self.table.lock().sessions.get(&node_id).cloned()
     }
 
     /// Session `node_id` closed.
     pub(crate) fn closed(&self, node_id: u64) -> Option<Arc<Conn>> {
-        self.table.lock().sessions.remove(&node_id)?.upgrade()
+        self.table.lock().sessions.remove(&node_id)
     }
 }
 

@@ -62,8 +62,13 @@ impl Node {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Starts its serve, joining `join` (addresses), with `extra` flags.
+    /// Starts its serve, joining `join` (addresses), with `extra` flags, logging at info.
     pub fn start(&mut self, join: &[String], extra: &[&str]) {
+        self.start_logging(join, extra, Some("info"));
+    }
+
+    /// [`Node::start`] with `RUST_LOG` set to `log` (unset when `None`).
+    pub fn start_logging(&mut self, join: &[String], extra: &[&str], log: Option<&str>) {
         let listen = self.address();
         let http = format!("127.0.0.1:{}", self.http_port);
         let cookie = self.dir.join("cookie");
@@ -96,7 +101,7 @@ impl Node {
         // some other process took meanwhile (a client's connection) can hold
         // it for a moment, so a start that found it taken is tried again.
         for attempt in 1.. {
-            match HttpServe::try_start(&self.dir, &args, Some("info")) {
+            match HttpServe::try_start(&self.dir, &args, log) {
                 Ok(serve) => {
                     self.serve = Some(serve);
                     return;

@@ -121,7 +121,8 @@ fn diagnostics(cli: &Cli) {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(output::colour_on_stderr())
-        .with_env_filter(filter)
+        // ractor_cluster logs whole frames (call arguments, handshake digests) at debug and a warning per refused session: only its errors, whatever was asked.
+        .with_env_filter(filter.add_directive("ractor_cluster=error".parse().expect("a directive")))
         .init();
 }
 
