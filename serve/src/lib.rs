@@ -23,6 +23,7 @@ pub mod forward;
 mod gateway;
 mod handshake;
 pub mod http;
+mod hushed;
 mod in_flight;
 pub mod inject;
 pub mod lines;

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::gateway::Gateway;
+use crate::hushed::Hushed;
 use crate::lines::serve_lines;
 use crate::tools::Naming;
 
@@ -208,6 +209,7 @@ impl SocketListener {
     /// sessions have ended.
     pub async fn serve(&self, gateway: Arc<Gateway>) {
         let open = Arc::new(AtomicUsize::new(0));
+        let (mut failing, mut foreign, mut full) = (Hushed::new(), Hushed::new(), Hushed::new());
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
@@ -216,22 +218,32 @@ impl SocketListener {
             let stream = match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    tracing::warn!(error = %e, "socket accept failed");
+                    if let Some(held) = failing.due(tokio::time::Instant::now()) {
+                        tracing::warn!(error = %e, held_back = held, "socket accept failed");
+                    }
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             };
             // The socket is 0600, so this is a second lock on the same door.
             if !same_user(&stream) {
-                tracing::warn!("socket connection refused: the peer runs as another user");
+                if let Some(held) = foreign.due(tokio::time::Instant::now()) {
+                    tracing::warn!(
+                        held_back = held,
+                        "socket connection refused: the peer runs as another user"
+                    );
+                }
                 continue;
             }
             if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                 open.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!(
-                    limit = MAX_CONNECTIONS,
-                    "socket connection refused: too many open"
-                );
+                if let Some(held) = full.due(tokio::time::Instant::now()) {
+                    tracing::warn!(
+                        limit = MAX_CONNECTIONS,
+                        held_back = held,
+                        "socket connection refused: too many open"
+                    );
+                }
                 continue;
             }
             let gateway = gateway.clone();
