@@ -28,7 +28,7 @@ use crate::inbound::{Asked, Inbound};
 use crate::keys::Key;
 use crate::link::Link;
 use crate::message::AgentMsg;
-use crate::options::ClusterOptions;
+use crate::options::{ClusterOptions, MAX_NODE_NAME};
 use crate::repeats::{Repeats, warn_repeated};
 use crate::tls::Tls;
 use crate::wire::{MAX_EVENT_TEXT, MAX_SERVERS, Wire, WireServer};
@@ -292,7 +292,7 @@ impl AgentState {
     /// A node's agent appeared in its group: offer it a key (see `keys`);
     /// it is told our servers once its own key is confirmed.
     fn meet(&mut self, name: &str, cell: ActorCell) {
-        if name == &*self.local {
+        if name == &*self.local || name.len() > MAX_NODE_NAME {
             return;
         }
         let Some(session_ip) = self.session_of(name, &cell) else {
@@ -348,6 +348,9 @@ impl AgentState {
 
     /// A message from another node, that came with `key`.
     fn heard(&mut self, myself: &ActorRef<AgentMsg>, key: Option<Key>, wire: Wire) {
+        if wire.from().len() > MAX_NODE_NAME {
+            return;
+        }
         let from: Arc<str> = Arc::from(wire.from());
         if from == self.local {
             return;
@@ -542,5 +545,20 @@ impl AgentState {
             peer.link.send_encoded(shared.clone());
         }
         self.advertised = bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_ip;
+
+    #[test]
+    fn a_nodes_own_address_is_taken_only_on_its_sessions_ip() {
+        let ip = "127.0.0.1".parse().unwrap();
+        assert!(on_ip("127.0.0.1:9001", ip));
+        assert!(on_ip("127.0.0.1:9001", "::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!on_ip("10.0.0.9:9001", ip));
+        // A name would be resolved to an address of the advertiser's choosing.
+        assert!(!on_ip("localhost:9001", ip));
     }
 }

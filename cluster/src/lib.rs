@@ -6,7 +6,10 @@
 //! listens for other nodes, dials the ones it is told to join (and every node
 //! those advertise), and authenticates each with the shared [`Cookie`]
 //! (optionally over mutual TLS). Every node then routes every other node's
-//! tools under the same `mcp__server__tool` names; a call to a tool of
+//! tools under the same `mcp__server__tool` names (a node is the node its
+//! session authenticated as, whatever its messages say: see `keys`; and a
+//! connection is bounded until it authenticates: see `accept` and `gate`);
+//! a call to a tool of
 //! another node runs there, through that node's own call path, and its
 //! answer, progress and errors come back typed. A node that goes silent is
 //! lost: calls waiting for it fail with `CallError::NodeLost` and its routes
@@ -58,6 +61,55 @@ use tokio::task::JoinHandle;
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::gate::{FrameBound, FrameTooLarge, PREAUTH_FRAME_BYTES};
+    use ractor::Message;
+    use ractor::message::SerializedMessage;
+
+    use crate::message::AgentMsg;
+
+    /// What a node makes of another node's cast (`args`, `metadata`).
+    #[derive(Debug)]
+    pub enum Decoded {
+        /// A message, from the node it names, with or without a key.
+        Message {
+            /// The node it names.
+            from: String,
+            /// Whether its metadata was a key.
+            keyed: bool,
+        },
+        /// Dropped: why (never its content).
+        Unreadable(String),
+    }
+
+    /// Decodes a cast as the agent does.
+    pub fn decode_cast(args: &[u8], metadata: Option<&[u8]>) -> Decoded {
+        let message = SerializedMessage::Cast {
+            variant: String::new(),
+            args: args.to_vec(),
+            metadata: metadata.map(<[u8]>::to_vec),
+        };
+        match AgentMsg::deserialize(message) {
+            Ok(AgentMsg::Peer { key, wire }) => Decoded::Message {
+                from: wire.from().to_string(),
+                keyed: key.is_some(),
+            },
+            Ok(AgentMsg::Unreadable(why)) => Decoded::Unreadable(why),
+            _ => Decoded::Unreadable("neither".into()),
+        }
+    }
+
+    /// Decodes a `confirm` call as the agent does: whether it was read as
+    /// one, and what went back when it was not (`None`: nothing yet).
+    pub fn decode_confirm(args: &[u8]) -> (bool, Option<Vec<u8>>) {
+        let (reply, mut answer) = tokio::sync::oneshot::channel();
+        let message = SerializedMessage::Call {
+            variant: "confirm".into(),
+            args: args.to_vec(),
+            reply: reply.into(),
+            metadata: None,
+        };
+        let read = matches!(AgentMsg::deserialize(message), Ok(AgentMsg::Confirm { .. }));
+        (read, answer.try_recv().ok())
+    }
 }
 
 /// `address` as `IP:port` when it resolves, else as given (it is dialled,

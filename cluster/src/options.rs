@@ -16,6 +16,10 @@ const MAX_COOKIE_BYTES: u64 = 4096;
 /// from what an eavesdropper of a plaintext handshake sees.
 pub const MIN_COOKIE_CHARS: usize = 32;
 
+/// The longest node name: what another node names itself (or another) with
+/// is dropped past it, before it is looked up or logged.
+pub(crate) const MAX_NODE_NAME: usize = 128;
+
 /// The secret every node of a cluster shares. Nodes that do not present it
 /// are refused. Never shown: `Debug` prints a placeholder.
 #[derive(Clone)]
@@ -149,7 +153,7 @@ impl ClusterOptions {
     pub(crate) fn check(&self) -> Result<(), ClusterError> {
         let name = self.name();
         if name.is_empty()
-            || name.len() > 128
+            || name.len() > MAX_NODE_NAME
             || !name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.:[]".contains(&b))

@@ -11,6 +11,9 @@ use parking_lot::Mutex;
 /// One line per kind and peer per this long.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 
+/// The longest key kept: keys carry what peers say (an address, a name).
+const MAX_KEY: usize = 160;
+
 /// Keys remembered at most: a flood of distinct peers forgets the oldest
 /// windows rather than growing the table.
 const MAX_KEYS: usize = 1024;
@@ -25,7 +28,14 @@ impl Repeats {
     /// Whether a warning under `key` should be logged now: `Some(n)` with
     /// the number of them left out since the last one logged, `None` to
     /// leave this one out.
-    pub(crate) fn check(&self, key: String, now: Instant) -> Option<u64> {
+    pub(crate) fn check(&self, mut key: String, now: Instant) -> Option<u64> {
+        if key.len() > MAX_KEY {
+            let mut end = MAX_KEY;
+            while !key.is_char_boundary(end) {
+                end -= 1;
+            }
+            key.truncate(end);
+        }
         let mut said = self.said.lock();
         if let Some((since, left_out)) = said.get_mut(&key) {
             if now.duration_since(*since) < WINDOW {
