@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::serve::HttpServe;
 
-const SECRET: &str = "tok-7f3a9c-never-printed";
+const SECRET: &str = "tok-7f3a9c-never-printed-4d1e8b20c6";
 
 fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-http", tag)

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use support::attached::{Lines, eventually, kill_group, pid, run_ok, try_pid};
 use support::serve::{EXIT_TIMEOUT, HttpServe, wait_timeout};
 
-const SECRET: &str = "tok-inject-9b1e-never-printed";
+const SECRET: &str = "tok-inject-9b1e-never-printed-5c7a2f";
 
 fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-inject-clients", tag)

@@ -614,7 +614,9 @@ impl Session {
                 .notices
                 .try_send(notification(extension::EVENT, params));
         }
+        // Server logs may carry any session's call data: for trusted clients only.
         if let (HostEvent::ServerLog { server, message }, Some(min)) = (event, log_level)
+            && self.reach.is_trusted()
             && level_rank(&message.level).is_some_and(|l| l >= min)
         {
             let params = json!({"level": message.level, "logger": &**server, "data": message.data});

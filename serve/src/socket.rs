@@ -73,6 +73,14 @@ impl SocketPlace {
                     why: "others may write to it (chmod go-w)",
                 });
             }
+            // Whoever owns it can swap `run` for one of theirs at any time.
+            let owner = std::os::unix::fs::MetadataExt::uid(&meta);
+            if owner != nix::unistd::geteuid().as_raw() && owner != 0 {
+                return Err(SocketError::Unsafe {
+                    path: home.to_path_buf(),
+                    why: "another user owns it",
+                });
+            }
         }
         mcpvisor_auth::private_file::create_dir(&self.dir).map_err(private_error)?;
         mcpvisor_auth::private_file::close_dir(&self.dir).map_err(private_error)?;
@@ -104,6 +112,15 @@ fn private_error(e: mcpvisor_auth::private_file::PrivateFileError) -> SocketErro
     SocketError::Io {
         path: e.path,
         source: e.source,
+    }
+}
+
+/// One open connection in the count, however its task ends (a panic too).
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -247,11 +264,11 @@ impl SocketListener {
                 continue;
             }
             let gateway = gateway.clone();
-            let open = open.clone();
+            let counted = Counted(open.clone());
             tokio::spawn(async move {
                 let (reader, writer) = stream.into_split();
                 serve_lines(gateway, Naming::Qualified, reader, writer).await;
-                open.fetch_sub(1, Ordering::SeqCst);
+                drop(counted);
             });
         }
         // Each session answers its calls in flight with a shutdown error and

@@ -87,6 +87,13 @@ pub(crate) struct Admission<'a> {
 
 /// The DNS-rebinding and token checks, in that order.
 pub(crate) fn check(headers: &HeaderMap, admission: &Admission<'_>) -> Result<(), Refusal> {
+    // Two of either is ambiguous: a proxy and this check could read different ones.
+    if headers.get_all(header::HOST).iter().count() > 1 {
+        return Err(Refusal::Host);
+    }
+    if headers.get_all(header::ORIGIN).iter().count() > 1 {
+        return Err(Refusal::Origin);
+    }
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -210,6 +217,15 @@ mod tests {
             let h = headers(&[("host", "localhost:8080"), ("origin", origin)]);
             assert_eq!(check(&h, &at(true, &[])), Err(Refusal::Origin), "{origin}");
         }
+        let mut two = headers(&[("host", "localhost:8080")]);
+        two.append("host", HeaderValue::from_static("evil.example"));
+        assert_eq!(check(&two, &at(true, &[])), Err(Refusal::Host));
+        let mut origins = headers(&[
+            ("host", "localhost:8080"),
+            ("origin", "http://localhost:8080"),
+        ]);
+        origins.append("origin", HeaderValue::from_static("http://evil.example"));
+        assert_eq!(check(&origins, &at(true, &[])), Err(Refusal::Origin));
         // No Host at all is refused on any bind.
         assert_eq!(
             check(&HeaderMap::new(), &at(false, &[])),

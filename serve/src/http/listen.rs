@@ -1,29 +1,91 @@
 //! The endpoint's accept loop: a cap on connections taken at accept, and
 //! HTTP/1 connections whose request heads must arrive within a deadline (which
-//! also closes a connection that stays silent). A peer that opens many
-//! connections, trickles bytes or never speaks holds a bounded number of
-//! descriptors for a bounded time.
+//! also closes a connection that stays silent), whose writes must make
+//! progress within another (a peer that stops reading is let go), and whose
+//! buffers are small. A peer that opens many connections, trickles bytes,
+//! never speaks or never reads holds a bounded number of descriptors for a
+//! bounded time; and when the cap is reached, a connection that never
+//! presented the token gives its place to the new one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
+use tower::ServiceExt;
 
 use crate::hushed::Hushed;
 
 /// Limits of the accept loop.
 pub(crate) struct Accepting {
-    /// Connections open at once; more are closed at accept.
+    /// Connections open at once; past it, a connection that never presented
+    /// the token is closed to make room, or else the new one is.
     pub(crate) max_connections: usize,
     /// A request head (line and headers) must arrive whole within this long,
     /// counted from when the connection is ready for one: a connection idle
     /// this long between requests is closed too.
     pub(crate) header_timeout: Duration,
+    /// A write that makes no progress for this long (the peer stopped
+    /// reading) ends the connection.
+    pub(crate) write_timeout: Duration,
+}
+
+/// The most a connection buffers of a request head, or of answers its peer
+/// has not read yet, beyond the socket's own buffers.
+const MAX_BUFFER: usize = 64 * 1024;
+
+/// One accepted connection, as its requests see it (a request extension).
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    /// A request on it passed the door checks (the token, when one is required).
+    passed: AtomicBool,
+    opened: Instant,
+    evict: Notify,
+}
+
+impl Admitted {
+    /// Marks the connection as one whose peer passed the door checks.
+    pub(crate) fn passed(&self) {
+        self.passed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The open connections, for choosing one to close when the cap is reached.
+#[derive(Default)]
+struct Open(Mutex<Vec<std::sync::Weak<Admitted>>>);
+
+impl Open {
+    fn add(&self, admitted: &Arc<Admitted>) {
+        let mut all = self.0.lock();
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(admitted));
+    }
+
+    /// Tells the oldest connection that never passed the door checks to close;
+    /// false when every open one did.
+    fn evict_one(&self) -> bool {
+        let all = self.0.lock();
+        let oldest = all
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|a| !a.passed.load(Ordering::Relaxed))
+            .min_by_key(|a| a.opened);
+        match oldest {
+            Some(a) => {
+                // notify_one keeps the permit for a connection task not yet waiting.
+                a.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The cap on connections that the process's descriptors can hold: at most
@@ -56,14 +118,15 @@ pub(crate) async fn serve(
             "HTTP connections capped at half the open-file limit"
         );
     }
-    let open = Arc::new(Semaphore::new(cap));
+    let permits = Arc::new(Semaphore::new(cap));
+    let open = Open::default();
     let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(MAX_BUFFER)
         .keep_alive(true);
-    let service = TowerToHyperService::new(router);
     let (mut full, mut failing) = (Hushed::new(), Hushed::new());
     let mut stop = std::pin::pin!(stop);
     loop {
@@ -83,7 +146,19 @@ pub(crate) async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            // Full: a connection that never showed the token makes room, if
+            // there is one (its task gives the permit back as it ends).
+            Err(_) if open.evict_one() => {
+                tokio::time::timeout(Duration::from_millis(200), permits.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        let Some(permit) = permit else {
             drop(stream);
             if let Some(held) = full.due(Instant::now()) {
                 tracing::warn!(
@@ -95,11 +170,32 @@ pub(crate) async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let connection = builder.serve_connection(TokioIo::new(stream), service.clone());
+        let admitted = Arc::new(Admitted {
+            passed: AtomicBool::new(false),
+            opened: Instant::now(),
+            evict: Notify::new(),
+        });
+        open.add(&admitted);
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
+        let mark = admitted.clone();
+        let service = router
+            .clone()
+            .map_request(move |mut request: axum::extract::Request<_>| {
+                request.extensions_mut().insert(mark.clone());
+                request
+            });
+        let connection = builder.serve_connection(
+            TokioIo::new(Box::pin(stream)),
+            TowerToHyperService::new(service),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            // A connection's end (a timeout, a reset) is the peer's business.
-            let _ = connection.await;
+            // A connection's end (a timeout, a reset, an eviction) is the peer's business.
+            tokio::select! {
+                _ = connection => {}
+                () = admitted.evict.notified() => {}
+            }
             drop(permit);
         });
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -35,7 +35,7 @@ pub use token::{BearerToken, TokenFileError};
 
 use crate::gateway::Gateway;
 use crate::reach::Reach;
-use crate::session::Session;
+use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, sse_event};
 use guard::Admission;
@@ -72,6 +72,9 @@ pub struct HttpOptions {
     pub header_timeout: Duration,
     /// A request's body must arrive whole within this long (`408` otherwise).
     pub body_timeout: Duration,
+    /// A write to a client that makes no progress this long (it stopped
+    /// reading) ends the connection.
+    pub write_timeout: Duration,
     /// Bytes of request bodies being read at once, over all connections; a
     /// body that does not fit waits (up to `body_timeout`), then gets `503`.
     pub body_budget: usize,
@@ -92,6 +95,7 @@ impl Default for HttpOptions {
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
             body_budget: 64 * 1024 * 1024,
             init_timeout: Duration::from_secs(10),
         }
@@ -181,6 +185,7 @@ impl HttpEndpoint {
         let limits = listen::Accepting {
             max_connections: endpoint.options.max_connections,
             header_timeout: endpoint.options.header_timeout,
+            write_timeout: endpoint.options.write_timeout,
         };
         let stopped = async move { gateway.stopped().await };
         let served = listen::serve(
@@ -211,14 +216,41 @@ async fn reap(endpoint: Arc<Endpoint>) {
     }
 }
 
-fn admit(endpoint: &Endpoint, headers: &HeaderMap) -> Result<(), Refused> {
+/// What the door checks see of a request: its headers, its target (an
+/// absolute-form target names the host too) and its connection's mark.
+struct Door<'a> {
+    headers: &'a HeaderMap,
+    uri: &'a axum::http::Uri,
+    connection: Option<&'a listen::Admitted>,
+}
+
+fn admit(endpoint: &Endpoint, door: Door<'_>) -> Result<(), Refused> {
+    let Door {
+        headers,
+        uri,
+        connection,
+    } = door;
     let admission = Admission {
         loopback: endpoint.loopback,
         port: endpoint.port,
         allowed_origins: &endpoint.options.allowed_origins,
         token: endpoint.options.token.as_ref(),
     };
-    guard::check(headers, &admission).map_err(screen::turned_away)
+    guard::check(headers, &admission).map_err(screen::turned_away)?;
+    // `POST http://other/mcp` with `Host: localhost`: the target's authority
+    // is the one HTTP/1.1 says counts, so it must agree with the checked one.
+    if let Some(target) = uri.authority()
+        && headers.get(header::HOST).is_none_or(|h| {
+            !h.as_bytes()
+                .eq_ignore_ascii_case(target.as_str().as_bytes())
+        })
+    {
+        return Err(screen::turned_away(guard::Refusal::Host));
+    }
+    if let Some(connection) = connection {
+        connection.passed();
+    }
+    Ok(())
 }
 
 fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refused> {
@@ -318,10 +350,17 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 
 async fn on_post(
     State(endpoint): State<Arc<Endpoint>>,
+    connection: Option<Extension<Arc<listen::Admitted>>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers).and_then(|()| screen::posted_json(&headers)) {
+    let door = Door {
+        headers: &headers,
+        uri: &uri,
+        connection: connection.as_deref().map(|c| &**c),
+    };
+    if let Err(refusal) = admit(&endpoint, door).and_then(|()| screen::posted_json(&headers)) {
         return refusal.into_response();
     }
     // A request for a session that is not there is answered before its body is read.
@@ -345,7 +384,20 @@ async fn on_post(
         Ok(parsed) => parsed,
         Err(refusal) => return refusal.into_response(),
     };
+    // The messages own what they hold; the body's bytes can go now.
+    drop(bytes);
     let (session_id, session) = if initialize {
+        // An initialize the session would refuse opens none (it would hold a
+        // slot, and its id would go back with the error).
+        if let Some(Message::Request(request)) = messages.first()
+            && let Err(why) = crate::handshake::initialize_params(
+                request.params.as_ref(),
+                &endpoint.gateway.options().protocol_versions,
+            )
+        {
+            let refusal = error_message(Some(request.id.clone()), error_codes::INVALID_PARAMS, why);
+            return (StatusCode::BAD_REQUEST, answer::json_body(refusal)).into_response();
+        }
         let gateway = endpoint.gateway.clone();
         let naming = endpoint.options.naming;
         let queue = gateway.options().outbound_queue;
@@ -418,8 +470,18 @@ async fn on_post(
     response
 }
 
-async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers) {
+async fn on_get(
+    State(endpoint): State<Arc<Endpoint>>,
+    connection: Option<Extension<Arc<listen::Admitted>>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let door = Door {
+        headers: &headers,
+        uri: &uri,
+        connection: connection.as_deref().map(|c| &**c),
+    };
+    if let Err(refusal) = admit(&endpoint, door) {
         return refusal.into_response();
     }
     let session = match session_of(&endpoint, &headers) {
@@ -463,8 +525,18 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
         .into_response()
 }
 
-async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers) {
+async fn on_delete(
+    State(endpoint): State<Arc<Endpoint>>,
+    connection: Option<Extension<Arc<listen::Admitted>>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let door = Door {
+        headers: &headers,
+        uri: &uri,
+        connection: connection.as_deref().map(|c| &**c),
+    };
+    if let Err(refusal) = admit(&endpoint, door) {
         return refusal.into_response();
     }
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {

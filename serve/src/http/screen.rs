@@ -37,6 +37,13 @@ pub(crate) fn refuse(status: StatusCode, code: i64, message: impl Into<String>) 
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
+    // A peer the door turned away gets one answer per connection, so it
+    // cannot keep a connection (and its place under the cap) by asking again.
+    if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
 }
 

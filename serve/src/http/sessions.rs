@@ -17,7 +17,6 @@ pub(crate) struct HttpSession {
     pub(crate) session: Arc<Session>,
     pub(crate) notices: Arc<tokio::sync::Mutex<mpsc::Receiver<Message>>>,
     last_seen: Mutex<Instant>,
-    opened: Instant,
     /// Set when the session ends (DELETE, expiry, shutdown): its GET stream ends too.
     ended: tokio::sync::watch::Sender<bool>,
 }
@@ -49,12 +48,16 @@ impl HttpSession {
     }
 
     /// Idle: nothing asked for `idle`, nothing in flight, no GET stream
-    /// open; or opened `init` ago and still not initialized, with nothing in
-    /// flight (a slot taken by a client that never meant to use it).
+    /// open; or not initialized, nothing asked for `init` and nothing in
+    /// flight, whatever GET stream it holds (a slot taken by a client that
+    /// never meant to use it).
     fn idle(&self, idle: Duration, init: Duration, now: Instant) -> bool {
-        let quiet = self.session.in_flight() == 0 && self.notices.try_lock().is_ok();
-        let unused = !self.session.initialized() && now.duration_since(self.opened) >= init;
-        quiet && (unused || now.duration_since(*self.last_seen.lock()) >= idle)
+        let asked = now.duration_since(*self.last_seen.lock());
+        if self.session.in_flight() > 0 {
+            return false;
+        }
+        (!self.session.initialized() && asked >= init)
+            || (asked >= idle && self.notices.try_lock().is_ok())
     }
 }
 
@@ -93,7 +96,6 @@ impl Sessions {
             session: open(tx),
             notices: Arc::new(tokio::sync::Mutex::new(rx)),
             last_seen: Mutex::new(Instant::now()),
-            opened: Instant::now(),
             ended: tokio::sync::watch::channel(false).0,
         });
         let id = new_id();

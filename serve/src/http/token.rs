@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use axum::http::{HeaderMap, header};
 use subtle::ConstantTimeEq;
 
+/// The shortest token accepted: 32 characters (128 bits as hex, the least a
+/// guess should face).
+const MIN_TOKEN_CHARS: usize = 32;
+
 /// The longest token file read.
 const TOKEN_FILE_LIMIT: u64 = 4096;
 
@@ -54,6 +58,15 @@ pub enum TokenFileError {
         /// Which file.
         path: PathBuf,
     },
+    /// Its token is too short to stand a guess.
+    #[error(
+        "the token in {} is shorter than 32 characters; make one with `head -c 32 /dev/urandom | base64`",
+        .path.display()
+    )]
+    Short {
+        /// Which file.
+        path: PathBuf,
+    },
 }
 
 impl BearerToken {
@@ -82,6 +95,11 @@ impl BearerToken {
         let token = secret.text.trim();
         if token.is_empty() {
             return Err(TokenFileError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        if token.len() < MIN_TOKEN_CHARS {
+            return Err(TokenFileError::Short {
                 path: path.to_path_buf(),
             });
         }

@@ -70,6 +70,10 @@ pub(crate) struct ServeArgs {
     /// A request's body must arrive within this many milliseconds (408).
     #[arg(long, default_value_t = 30_000)]
     body_timeout_ms: u64,
+    /// A write to an HTTP client that makes no progress this many
+    /// milliseconds (it stopped reading) ends its connection.
+    #[arg(long, default_value_t = 30_000)]
+    write_timeout_ms: u64,
     /// Threads running sessions and connections. One answers a call with the
     /// fewest hand-offs between threads (lower latency and CPU per call); more
     /// help when many sessions move large listings or results at once.
@@ -130,6 +134,7 @@ pub(crate) async fn serve(
     http_options.max_connections = args.max_connections.max(1);
     http_options.header_timeout = Duration::from_millis(args.header_timeout_ms.max(1));
     http_options.body_timeout = Duration::from_millis(args.body_timeout_ms.max(1));
+    http_options.write_timeout = Duration::from_millis(args.write_timeout_ms.max(1));
     http_options.allowed_origins = args.allow_origin.clone();
     http_options.naming = naming;
     let mut token_line = None;
@@ -145,7 +150,7 @@ pub(crate) async fn serve(
                 ));
             }
             token_line = Some(
-                "mcpvisor: warning: --no-token: any local user can call every tool over HTTP"
+                "mcpvisor: warning: --no-token: any local user can call every tool over HTTP (sessions then get no server logs and no supervisor controls)"
                     .to_string(),
             );
         } else {
