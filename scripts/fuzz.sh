@@ -27,7 +27,7 @@ export RUSTC_BOOTSTRAP=1
 cargo fuzz build --sanitizer "$sanitizer" || exit 1
 failed=0
 summary=()
-for target in frame_decoder sse_parser qualified_name mcp_config gateway_request; do
+for target in frame_decoder sse_parser qualified_name mcp_config gateway_request cluster_frames; do
   mkdir -p "corpus/$target"
   log="$(mktemp)"
   echo "== $target: ${seconds}s${RUNS:+ or $RUNS runs}"
