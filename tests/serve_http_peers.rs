@@ -307,13 +307,21 @@ fn a_token_file_too_short_to_stand_a_guess_is_refused() {
     let path = dir.join("token");
     std::fs::write(&path, "hunter2\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = support::serve::mcpvisor(&dir)
+    let mut child = support::serve::mcpvisor(&dir)
         .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
         .arg(&path)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let status = support::serve::wait_timeout(&mut child, Duration::from_secs(20));
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{stderr}");
     assert!(stderr.contains("shorter than 32"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
