@@ -33,27 +33,28 @@ impl Cookie {
             path: path.to_path_buf(),
             reason,
         };
-        let meta = std::fs::metadata(path).map_err(|e| refuse(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(refuse("not a regular file".into()));
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(refuse(format!(
-                    "its mode is {mode:04o}; a cookie file must be readable by its owner alone (chmod 600)"
-                )));
-            }
-        }
-        if meta.len() > MAX_COOKIE_BYTES {
+        // Never through a link; mode and owner from the opened file itself.
+        let secret = mcpvisor_auth::private_file::read_secret(path, MAX_COOKIE_BYTES + 1)
+            .map_err(|e| refuse(e.source.to_string()))?
+            .ok_or_else(|| refuse("no such file".into()))?;
+        let mode = secret.mode & 0o777;
+        if mode & 0o077 != 0 {
             return Err(refuse(format!(
-                "it is {} bytes; a cookie is at most {MAX_COOKIE_BYTES}",
-                meta.len()
+                "its mode is {mode:04o}; a cookie file must be readable by its owner alone (chmod 600)"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| refuse(e.to_string()))?;
+        if !secret.is_private() {
+            return Err(refuse(format!(
+                "it belongs to uid {}, not to this user",
+                secret.owner
+            )));
+        }
+        if secret.text.len() as u64 > MAX_COOKIE_BYTES {
+            return Err(refuse(format!(
+                "it is longer than {MAX_COOKIE_BYTES} bytes, the most a cookie may be"
+            )));
+        }
+        let text = secret.text;
         Cookie::new(text.trim()).map_err(|reason| refuse(reason.into()))
     }
 
@@ -199,6 +200,16 @@ mod tests {
         assert!(!e.to_string().contains("s3cret"), "{e}");
         let path = file("group", "s3cret-cookie-0123456789abcdef0123\n", 0o640);
         assert!(Cookie::from_file(&path).is_err());
+    }
+
+    #[test]
+    fn a_linked_cookie_file_is_not_followed() {
+        let target = file("target", "s3cret-cookie-0123456789abcdef0123\n", 0o600);
+        let link = target.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = Cookie::from_file(&link).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 
     #[test]
