@@ -28,24 +28,6 @@ fn initialize() -> Value {
         "clientInfo": {"name": "hardening-test", "version": "1"}}})
 }
 
-/// `host:port` of a serve's URL.
-fn address(serve: &HttpServe) -> String {
-    serve
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string()
-}
-
-/// A raw connection with a read deadline, for what reqwest would not send.
-fn connect(serve: &HttpServe) -> TcpStream {
-    let stream = TcpStream::connect(address(serve)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    stream
-}
-
 /// Reads until the peer closes (or the read deadline); what came.
 fn read_to_close(stream: &mut TcpStream) -> String {
     let mut got = Vec::new();
@@ -75,7 +57,7 @@ fn head(serve: &HttpServe, extra: &str) -> String {
     format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{extra}\r\n",
-        address(serve),
+        serve.addr(),
         serve.authorization().unwrap()
     )
 }
@@ -146,9 +128,9 @@ async fn silent_trickling_and_surplus_connections_are_closed() {
         "60000",
     ];
     let capped = HttpServe::start(&dir, &args, None);
-    let mut held: Vec<TcpStream> = (0..4).map(|_| connect(&capped)).collect();
+    let mut held: Vec<TcpStream> = (0..4).map(|_| capped.connect_raw()).collect();
     std::thread::sleep(Duration::from_millis(200));
-    held.push(connect(&capped));
+    held.push(capped.connect_raw());
     let closed = held
         .iter_mut()
         .map(|s| closed_within(s, Duration::from_secs(2)))
@@ -167,9 +149,9 @@ async fn silent_trickling_and_surplus_connections_are_closed() {
         "1000",
     ];
     let serve = HttpServe::start(&dir, &args, None);
-    let mut silent: Vec<TcpStream> = (0..4).map(|_| connect(&serve)).collect();
+    let mut silent: Vec<TcpStream> = (0..4).map(|_| serve.connect_raw()).collect();
     // A peer that sends its head a byte at a time is cut off at the deadline.
-    let mut trickle = connect(&serve);
+    let mut trickle = serve.connect_raw();
     let started = Instant::now();
     let line = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     let mut cut = false;
@@ -205,20 +187,20 @@ async fn bodies_are_bounded_before_and_while_they_are_read() {
     let args = ["--http", "127.0.0.1:0", "--body-timeout-ms", "1000"];
     let serve = HttpServe::start(&dir, &args, None);
     // A body that says it is 100 GB is refused before a byte of it is read.
-    let mut huge = connect(&serve);
+    let mut huge = serve.connect_raw();
     huge.write_all(head(&serve, "Content-Length: 100000000000\r\n").as_bytes())
         .unwrap();
     let answer = read_to_close(&mut huge);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     // A body that never comes whole gets 408 at its deadline.
-    let mut stalled = connect(&serve);
+    let mut stalled = serve.connect_raw();
     stalled
         .write_all(format!("{}{{", head(&serve, "Content-Length: 1000\r\n")).as_bytes())
         .unwrap();
     let answer = read_to_close(&mut stalled);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     // A request for a session that is not there is answered before its body.
-    let mut unknown = connect(&serve);
+    let mut unknown = serve.connect_raw();
     let extra = "Content-Length: 4000000\r\nMcp-Session-Id: f00d\r\n";
     unknown.write_all(head(&serve, extra).as_bytes()).unwrap();
     let answer = read_to_close(&mut unknown);

@@ -21,23 +21,6 @@ fn empty_dir(tag: &str) -> PathBuf {
     support::serve::empty_dir("serve-http-peers", tag)
 }
 
-fn address(serve: &HttpServe) -> SocketAddr {
-    serve
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap()
-}
-
-fn connect(serve: &HttpServe) -> TcpStream {
-    let stream = TcpStream::connect(address(serve)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    stream
-}
-
 /// A connection whose receive buffer is as small as the kernel allows, so
 /// a peer that does not read stalls the writer soon.
 fn connect_small(serve: &HttpServe) -> TcpStream {
@@ -52,7 +35,7 @@ fn connect_small(serve: &HttpServe) -> TcpStream {
     )
     .unwrap();
     setsockopt(&fd, sockopt::RcvBuf, &4096).unwrap();
-    let SocketAddr::V4(v4) = address(serve) else {
+    let SocketAddr::V4(v4) = serve.addr() else {
         panic!("serve listens on IPv4 here")
     };
     connect(fd.as_raw_fd(), &SockaddrIn::from(v4)).unwrap();
@@ -63,7 +46,7 @@ fn request(serve: &HttpServe, session: Option<&str>, body: &str, auth: bool) -> 
     let mut head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        address(serve),
+        serve.addr(),
         body.len()
     );
     if auth {
@@ -143,7 +126,7 @@ async fn connections_that_never_show_the_token_make_room_for_one_that_does() {
         "60000",
     ];
     let serve = HttpServe::start(&dir, &args, None);
-    let mut squatters: Vec<TcpStream> = (0..3).map(|_| connect(&serve)).collect();
+    let mut squatters: Vec<TcpStream> = (0..3).map(|_| serve.connect_raw()).collect();
     std::thread::sleep(Duration::from_millis(200));
     // The owner's client gets in although every slot was taken.
     let session = within(QUICK, Session::open(&serve.client(), &serve.url)).await;
@@ -164,7 +147,7 @@ fn a_refused_peer_gets_one_answer_per_connection() {
     let dir = empty_dir("close");
     let serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
-    let mut stream = connect(&serve);
+    let mut stream = serve.connect_raw();
     let twice = format!(
         "{}{}",
         request(&serve, None, &ping, false),
@@ -187,7 +170,7 @@ fn two_hosts_or_a_target_naming_another_host_are_refused() {
     .to_string();
     let good = request(&serve, None, &init, true);
     let send = |text: String| {
-        let mut stream = connect(&serve);
+        let mut stream = serve.connect_raw();
         stream.write_all(text.as_bytes()).unwrap();
         let mut answer = String::new();
         let _ = stream.read_to_string(&mut answer);

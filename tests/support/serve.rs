@@ -146,6 +146,25 @@ impl HttpServe {
         self.token.as_ref().map(|t| format!("Bearer {t}"))
     }
 
+    /// The address it serves HTTP on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .expect("serve prints http://IP:PORT/mcp")
+    }
+
+    /// A raw TCP connection to it, for what an HTTP client would not send
+    /// (reads give up after 20 s).
+    pub fn connect_raw(&self) -> std::net::TcpStream {
+        let stream = std::net::TcpStream::connect(self.addr()).expect("connect to serve");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
