@@ -17,7 +17,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
@@ -47,7 +47,9 @@ pub(crate) struct Admitted {
     /// A request on it passed the door checks (the token, when one is required).
     passed: AtomicBool,
     opened: Instant,
-    evict: Notify,
+    /// Ends the connection's task (set once it is spawned): an eviction
+    /// costs nothing on the request path, unlike a future polled on every wake.
+    task: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Admitted {
@@ -75,14 +77,16 @@ impl Open {
         let oldest = all
             .iter()
             .filter_map(std::sync::Weak::upgrade)
-            .filter(|a| !a.passed.load(Ordering::Relaxed))
+            .filter(|a| !a.passed.load(Ordering::Relaxed) && a.task.lock().is_some())
             .min_by_key(|a| a.opened);
         match oldest {
-            Some(a) => {
-                // notify_one keeps the permit for a connection task not yet waiting.
-                a.evict.notify_one();
-                true
-            }
+            Some(a) => match a.task.lock().take() {
+                Some(task) => {
+                    task.abort();
+                    true
+                }
+                None => false,
+            },
             None => false,
         }
     }
@@ -173,7 +177,7 @@ pub(crate) async fn serve(
         let admitted = Arc::new(Admitted {
             passed: AtomicBool::new(false),
             opened: Instant::now(),
-            evict: Notify::new(),
+            task: Mutex::new(None),
         });
         open.add(&admitted);
         let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
@@ -190,14 +194,12 @@ pub(crate) async fn serve(
             TowerToHyperService::new(service),
         );
         let connection = graceful.watch(connection);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             // A connection's end (a timeout, a reset, an eviction) is the peer's business.
-            tokio::select! {
-                _ = connection => {}
-                () = admitted.evict.notified() => {}
-            }
+            let _ = connection.await;
             drop(permit);
         });
+        *admitted.task.lock() = Some(task.abort_handle());
     }
     drop(listener);
     let _ = tokio::time::timeout(drain, graceful.shutdown()).await;
