@@ -87,23 +87,26 @@ pub(crate) struct Admission<'a> {
 
 /// The DNS-rebinding and token checks, in that order.
 pub(crate) fn check(headers: &HeaderMap, admission: &Admission<'_>) -> Result<(), Refusal> {
-    // Two of either is ambiguous: a proxy and this check could read different ones.
-    if headers.get_all(header::HOST).iter().count() > 1 {
-        return Err(Refusal::Host);
-    }
-    if headers.get_all(header::ORIGIN).iter().count() > 1 {
-        return Err(Refusal::Origin);
-    }
-    let host = headers
-        .get(header::HOST)
+    // Two of either is ambiguous: a proxy and this check could read different
+    // ones. (Each is looked up once: this runs on every request.)
+    let only = |name| {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (one, None) => Ok(one),
+            (Some(_), Some(_)) | (None, Some(_)) => Err(()),
+        }
+    };
+    let host = only(header::HOST)
+        .map_err(|()| Refusal::Host)?
         .and_then(|h| h.to_str().ok())
         .and_then(authority)
         .ok_or(Refusal::Host)?;
+    let origin = only(header::ORIGIN).map_err(|()| Refusal::Origin)?;
     // A page of another site resolved to 127.0.0.1 still names its own host.
     if admission.loopback && !loopback_host(host.host) {
         return Err(Refusal::Host);
     }
-    if let Some(origin) = headers.get(header::ORIGIN) {
+    if let Some(origin) = origin {
         let origin = origin.to_str().map_err(|_| Refusal::Origin)?;
         let listed = admission.allowed_origins.iter().any(|o| o == origin);
         if !listed && !own_origin(origin, admission) {
