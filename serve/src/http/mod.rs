@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -44,8 +44,9 @@ pub use screen::{ScreenLimits, Screened, screen_post};
 use sessions::{HttpSession, Sessions, Touching};
 
 /// The session header.
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
+// Names, not strings: a string is parsed into a name at every lookup.
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// Settings of the HTTP endpoint.
 #[derive(Debug, Clone)]
@@ -254,7 +255,7 @@ fn admit(endpoint: &Endpoint, door: Door<'_>) -> Result<(), Refused> {
 }
 
 fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refused> {
-    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+    let Some(id) = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err(Refused(
             StatusCode::BAD_REQUEST,
             error_codes::INVALID_REQUEST,
@@ -277,7 +278,7 @@ fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSessio
 fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(), Refused> {
     let revision = session.session.revision();
     if let Some(sent) = headers
-        .get(VERSION_HEADER)
+        .get(&VERSION_HEADER)
         .filter(|_| revision.rules().version_header)
     {
         let sent = sent.to_str().unwrap_or("");
@@ -364,7 +365,7 @@ async fn on_post(
         return refusal.into_response();
     }
     // A request for a session that is not there is answered before its body is read.
-    let named = match headers.contains_key(SESSION_HEADER) {
+    let named = match headers.contains_key(&SESSION_HEADER) {
         true => match session_of(&endpoint, &headers) {
             Ok(session) => Some(session),
             Err(refusal) => return refusal.into_response(),
@@ -539,7 +540,7 @@ async fn on_delete(
     if let Err(refusal) = admit(&endpoint, door) {
         return refusal.into_response();
     }
-    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+    let Some(id) = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return refuse(
             StatusCode::BAD_REQUEST,
             error_codes::INVALID_REQUEST,
