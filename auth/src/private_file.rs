@@ -115,20 +115,7 @@ pub fn close_dir(dir: &Path) -> Result<Option<u32>, PrivateFileError> {
 /// is none. A file longer than `limit` is cut there (it then fails to parse,
 /// which the caller reports).
 pub fn read_to_string(path: &Path, limit: u64) -> Result<Option<String>, PrivateFileError> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(no_follow())
-        .open(path)
-    {
-        Ok(f) => regular(f, path)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(PrivateFileError::new(path, e)),
-    };
-    let mut text = String::new();
-    file.take(limit)
-        .read_to_string(&mut text)
-        .map_err(|e| PrivateFileError::new(path, e))?;
-    Ok(Some(text))
+    Ok(read_secret(path, limit)?.map(|secret| secret.text))
 }
 
 /// A secret read from its file, with what the opened file itself says of who
