@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -217,20 +217,29 @@ async fn reap(endpoint: Arc<Endpoint>) {
     }
 }
 
-/// What the door checks see of a request: its headers, its target (an
-/// absolute-form target names the host too) and its connection's mark.
-struct Door<'a> {
-    headers: &'a HeaderMap,
-    uri: &'a axum::http::Uri,
-    connection: Option<&'a listen::Admitted>,
+/// What the door checks see of a request besides its headers: its target
+/// (an absolute-form target names the host too) and its connection's mark.
+struct Door {
+    uri: axum::http::Uri,
+    connection: Option<Arc<listen::Admitted>>,
 }
 
-fn admit(endpoint: &Endpoint, door: Door<'_>) -> Result<(), Refused> {
-    let Door {
-        headers,
-        uri,
-        connection,
-    } = door;
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Door {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Door, Infallible> {
+        Ok(Door {
+            uri: parts.uri.clone(),
+            connection: parts.extensions.get::<Arc<listen::Admitted>>().cloned(),
+        })
+    }
+}
+
+fn admit(endpoint: &Endpoint, headers: &HeaderMap, door: &Door) -> Result<(), Refused> {
+    let Door { uri, connection } = door;
     let admission = Admission {
         loopback: endpoint.loopback,
         port: endpoint.port,
@@ -313,7 +322,24 @@ async fn read_body(
 ) -> Result<bytes::Bytes, Refused> {
     let limit = endpoint.options.max_body;
     let too_large = || screen::too_large(limit);
-    let expected = screen::declared_length(headers, limit)?;
+    let expected = match screen::declared_length(headers, limit) {
+        Ok(n) => n,
+        Err(refusal) => {
+            // A body a little over the limit is read and dropped (never
+            // kept), so its client gets the 413 instead of a reset; a larger
+            // one is not read at all.
+            let declared = headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            if declared.is_some_and(|n| n <= 2 * limit as u64) {
+                let mut chunks = body.into_data_stream();
+                let drained = async { while let Some(Ok(_)) = chunks.next().await {} };
+                let _ = tokio::time::timeout(endpoint.options.body_timeout, drained).await;
+            }
+            return Err(refusal);
+        }
+    };
     let deadline = tokio::time::Instant::now() + endpoint.options.body_timeout;
     let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
     let busy = || {
@@ -351,17 +377,13 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 
 async fn on_post(
     State(endpoint): State<Arc<Endpoint>>,
-    connection: Option<Extension<Arc<listen::Admitted>>>,
-    uri: axum::http::Uri,
+    door: Door,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let door = Door {
-        headers: &headers,
-        uri: &uri,
-        connection: connection.as_deref().map(|c| &**c),
-    };
-    if let Err(refusal) = admit(&endpoint, door).and_then(|()| screen::posted_json(&headers)) {
+    if let Err(refusal) =
+        admit(&endpoint, &headers, &door).and_then(|()| screen::posted_json(&headers))
+    {
         return refusal.into_response();
     }
     // A request for a session that is not there is answered before its body is read.
@@ -471,18 +493,8 @@ async fn on_post(
     response
 }
 
-async fn on_get(
-    State(endpoint): State<Arc<Endpoint>>,
-    connection: Option<Extension<Arc<listen::Admitted>>>,
-    uri: axum::http::Uri,
-    headers: HeaderMap,
-) -> Response {
-    let door = Door {
-        headers: &headers,
-        uri: &uri,
-        connection: connection.as_deref().map(|c| &**c),
-    };
-    if let Err(refusal) = admit(&endpoint, door) {
+async fn on_get(State(endpoint): State<Arc<Endpoint>>, door: Door, headers: HeaderMap) -> Response {
+    if let Err(refusal) = admit(&endpoint, &headers, &door) {
         return refusal.into_response();
     }
     let session = match session_of(&endpoint, &headers) {
@@ -528,16 +540,10 @@ async fn on_get(
 
 async fn on_delete(
     State(endpoint): State<Arc<Endpoint>>,
-    connection: Option<Extension<Arc<listen::Admitted>>>,
-    uri: axum::http::Uri,
+    door: Door,
     headers: HeaderMap,
 ) -> Response {
-    let door = Door {
-        headers: &headers,
-        uri: &uri,
-        connection: connection.as_deref().map(|c| &**c),
-    };
-    if let Err(refusal) = admit(&endpoint, door) {
+    if let Err(refusal) = admit(&endpoint, &headers, &door) {
         return refusal.into_response();
     }
     let Some(id) = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
