@@ -30,9 +30,12 @@ for scenario in initialize tools_call sse-retry elicitation-sep1034-client-defau
 done
 
 # The server side: `mcpvisor serve --http` (on the built-in demo server) against the
-# server scenarios that concern a gateway whatever its upstream tools are.
+# server scenarios that concern a gateway whatever its upstream tools are. The
+# suite's server runner sends no Authorization header, so this run takes the
+# loopback-only opt-out from the bearer token (the token itself is tested in
+# tests/serve_http_hardening.rs).
 work=$(mktemp -d)
-(cd "$work" && MCPVISOR_HOME="$work/home" exec "$mcpvisor" serve --http 127.0.0.1:0 2>"$work/serve.err") &
+(cd "$work" && MCPVISOR_HOME="$work/home" exec "$mcpvisor" serve --http 127.0.0.1:0 --no-token 2>"$work/serve.err") &
 serve_pid=$!
 trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
