@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures::task::AtomicWaker;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
@@ -50,12 +50,38 @@ pub(crate) struct Admitted {
     /// Ends the connection's task (set once it is spawned): an eviction
     /// costs nothing on the request path, unlike a future polled on every wake.
     task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The endpoint is stopping: the connection finishes what it is answering
+    /// and closes. A flag and a waker, looked at on each wake of the
+    /// connection's task for the price of an atomic load (a watch channel
+    /// registered anew on every wake cost ~500 instructions a request).
+    stopping: AtomicBool,
+    wake_on_stop: AtomicWaker,
 }
 
 impl Admitted {
     /// Marks the connection as one whose peer passed the door checks.
     pub(crate) fn passed(&self) {
         self.passed.store(true, Ordering::Relaxed);
+    }
+
+    fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.wake_on_stop.wake();
+    }
+
+    /// Resolves once [`Admitted::stop`] was called.
+    fn stopped(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.stopping.load(Ordering::Acquire) {
+                return std::task::Poll::Ready(());
+            }
+            self.wake_on_stop.register(cx.waker());
+            if self.stopping.load(Ordering::Acquire) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
     }
 }
 
@@ -68,6 +94,22 @@ impl Open {
         let mut all = self.0.lock();
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(admitted));
+    }
+
+    /// Tells every open connection that the endpoint is stopping.
+    fn stop_all(&self) {
+        for admitted in self.0.lock().iter().filter_map(std::sync::Weak::upgrade) {
+            admitted.stop();
+        }
+    }
+
+    /// Ends the tasks of connections still open.
+    fn abort_all(&self) {
+        for admitted in self.0.lock().iter().filter_map(std::sync::Weak::upgrade) {
+            if let Some(task) = admitted.task.lock().take() {
+                task.abort();
+            }
+        }
     }
 
     /// Tells the oldest connection that never passed the door checks to close;
@@ -124,7 +166,6 @@ pub(crate) async fn serve(
     }
     let permits = Arc::new(Semaphore::new(cap));
     let open = Open::default();
-    let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -178,6 +219,8 @@ pub(crate) async fn serve(
             passed: AtomicBool::new(false),
             opened: Instant::now(),
             task: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            wake_on_stop: AtomicWaker::new(),
         });
         open.add(&admitted);
         let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
@@ -193,15 +236,27 @@ pub(crate) async fn serve(
             TokioIo::new(Box::pin(stream)),
             TowerToHyperService::new(service),
         );
-        let connection = graceful.watch(connection);
+        let watched = admitted.clone();
         let task = tokio::spawn(async move {
             // A connection's end (a timeout, a reset, an eviction) is the peer's business.
-            let _ = connection.await;
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                biased;
+                _ = connection.as_mut() => {}
+                () = watched.stopped() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
             drop(permit);
         });
         *admitted.task.lock() = Some(task.abort_handle());
     }
     drop(listener);
-    let _ = tokio::time::timeout(drain, graceful.shutdown()).await;
+    // Idle connections close at once; those answering get `drain` to finish.
+    open.stop_all();
+    let all = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(drain, permits.acquire_many(all)).await;
+    open.abort_all();
     Ok(())
 }

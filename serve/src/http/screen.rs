@@ -67,17 +67,28 @@ pub(crate) fn turned_away(refusal: Refusal) -> Refused {
 /// (`Content-Type: application/json`, which a page cannot send another site
 /// without the browser asking first) and an `Accept` listing both answer forms.
 pub(crate) fn posted_json(headers: &HeaderMap) -> Result<(), Refused> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    let content_type = headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes());
+    // What every client sends, compared whole before anything is split.
+    let json = content_type.is_some_and(|v| v.eq_ignore_ascii_case(b"application/json"))
+        || content_type
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
     if !json {
         return Err(Refused(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             error_codes::INVALID_REQUEST,
             "Content-Type must be application/json".into(),
         ));
+    }
+    let mut accepts = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (accepts.next(), accepts.next()) {
+        let only = only.as_bytes();
+        if only.eq_ignore_ascii_case(b"application/json, text/event-stream")
+            || only.eq_ignore_ascii_case(b"text/event-stream, application/json")
+        {
+            return Ok(());
+        }
     }
     let accepted = headers
         .get_all(header::ACCEPT)

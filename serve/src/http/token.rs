@@ -152,8 +152,28 @@ impl BearerToken {
         else {
             return false;
         };
-        presented.ct_eq(self.0.as_bytes()).into()
+        equal_in_constant_time(presented, self.0.as_bytes())
     }
+}
+
+/// Whether `a` and `b` are equal, in a time that depends on their lengths
+/// alone. Eight bytes at a time: `subtle`'s per-byte comparison of a 64-byte
+/// token was most of what the token check added to a gateway call.
+fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+    // The length is no secret: every token serve makes has the same one.
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |c: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        u64::from_ne_bytes(w)
+    };
+    let mut same = subtle::Choice::from(1u8);
+    for (x, y) in a.chunks(8).zip(b.chunks(8)) {
+        same &= word(x).ct_eq(&word(y));
+    }
+    same.into()
 }
 
 #[cfg(test)]
@@ -177,6 +197,28 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos() as u64
+    }
+
+    #[test]
+    fn tokens_compare_equal_only_when_every_byte_is() {
+        let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert!(equal_in_constant_time(token.as_bytes(), token.as_bytes()));
+        for at in [0, 7, 8, 33, 63] {
+            let mut other = token.as_bytes().to_vec();
+            other[at] ^= 1;
+            assert!(
+                !equal_in_constant_time(&other, token.as_bytes()),
+                "byte {at}"
+            );
+        }
+        assert!(!equal_in_constant_time(
+            &token.as_bytes()[..63],
+            token.as_bytes()
+        ));
+        // Lengths that are no multiple of eight.
+        assert!(equal_in_constant_time(b"abcdefghijk", b"abcdefghijk"));
+        assert!(!equal_in_constant_time(b"abcdefghijk", b"abcdefghijj"));
+        assert!(equal_in_constant_time(b"", b""));
     }
 
     #[test]
