@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use mcpvisor::transports::TransportError;
-use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerState};
+use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerSpec, ServerState, StdioSpec};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use support::{call, demo, eventually, fast_options, next_ready, wait_for};
+use support::{call, demo, eventually, fast_options, is_alive, next_ready, wait_for};
 
 fn pid_of(host: &Host, name: &str) -> Option<u32> {
     host.servers()
@@ -294,5 +294,55 @@ exec sleep 1000
     next_ready(&mut events).await;
     let second = pid_of(&host, "deaf").expect("ready again");
     assert_ne!(first, second, "a new process");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_forking_launchers_death_is_the_servers_death() {
+    // `sh -c '…; true'` forks the real server and waits for it, as npx and uvx
+    // do: the real server holds the pipes, so killing the launcher closes none.
+    let command = format!("'{}' demo-server; true", env!("CARGO_BIN_EXE_mcpvisor"));
+    let spec = ServerSpec::stdio("wrapped", StdioSpec::new("sh", ["-c".to_string(), command]));
+    let host = Host::start(vec![spec], fast_options()).await.unwrap();
+    let mut events = Box::pin(host.events());
+    host.wait_ready(Duration::from_secs(20)).await;
+    let launcher = pid_of(&host, "wrapped").unwrap();
+    let server: u32 = call(&host, "mcp__wrapped__pid", json!({}))
+        .await
+        .unwrap()
+        .text()
+        .parse()
+        .unwrap();
+    assert_ne!(launcher, server, "the launcher forked the server");
+
+    kill(Pid::from_raw(launcher as i32), Signal::SIGKILL).unwrap();
+    wait_for(
+        &mut events,
+        Duration::from_secs(15),
+        |e| matches!(e, HostEvent::ServerRestarting { server, .. } if &**server == "wrapped"),
+    )
+    .await;
+    next_ready(&mut events).await;
+    let reaped = || {
+        !support::proc::children()
+            .iter()
+            .any(|(pid, _)| *pid == launcher)
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || reaped() && !is_alive(server)).await,
+        "the launcher is reaped and the server it left is ended with its group"
+    );
+    let relaunched = pid_of(&host, "wrapped").unwrap();
+    assert_ne!(relaunched, launcher);
+    let answered: u32 = call(&host, "mcp__wrapped__pid", json!({}))
+        .await
+        .unwrap()
+        .text()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        answered, server,
+        "calls go to the new server, not the one left behind"
+    );
     host.shutdown().await;
 }

@@ -7,6 +7,7 @@
 //! pending request fails with the exit status and that stderr tail.
 
 mod env;
+mod exit_watch;
 #[cfg(target_os = "linux")]
 mod launch;
 mod process;
@@ -225,6 +226,7 @@ impl StdioTransport {
         let stderr = pipe::Receiver::from_owned_fd(stderr).map_err(spawn_err)?;
         let stdin = StdioWriter::new(stdin, options.write_backlog);
         let server: Arc<str> = Arc::from(server);
+        let exit_watch = child.exit_watch(pid).map_err(spawn_err)?;
         let child = Arc::new(tokio::sync::Mutex::new(child));
         let tail = Arc::new(Mutex::new(StderrTail::new(options.stderr_tail_lines)));
         let (stderr_done_tx, stderr_done) = oneshot::channel();
@@ -239,6 +241,7 @@ impl StdioTransport {
             sink,
             frame_limit: options.frame_limit,
             child: child.clone(),
+            exit_watch,
             stderr_done,
             stderr_tail: tail,
             exit_wait: options.exit_wait,

@@ -24,6 +24,18 @@ impl ServerProcess {
         }
     }
 
+    /// A watch that notices the process exiting without reaping it. Needs a
+    /// Tokio runtime.
+    pub(crate) fn exit_watch(&self, pid: u32) -> io::Result<super::exit_watch::ExitWatch> {
+        match self {
+            ServerProcess::Spawned(_) => super::exit_watch::ExitWatch::sigchld(pid),
+            #[cfg(target_os = "linux")]
+            ServerProcess::Launched(launched) => {
+                super::exit_watch::ExitWatch::pidfd(pid, launched.exited.get_ref())
+            }
+        }
+    }
+
     /// The exit status if the process has exited (reaping it), else `None`.
     pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         match self {
@@ -67,7 +79,7 @@ mod linux {
     /// becomes readable when it exits (no SIGCHLD handling needed).
     pub(crate) struct Launched {
         pid: libc::pid_t,
-        exited: AsyncFd<OwnedFd>,
+        pub(in crate::stdio) exited: AsyncFd<OwnedFd>,
         status: Option<ExitStatus>,
     }
 

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
+use super::exit_watch::ExitWatch;
 use super::process::ServerProcess;
 use super::stderr::StderrTail;
 use crate::error::{ExitInfo, TransportError};
@@ -20,6 +21,7 @@ pub(crate) struct StdoutReader<S> {
     pub(crate) sink: Arc<S>,
     pub(crate) frame_limit: usize,
     pub(crate) child: Arc<tokio::sync::Mutex<ServerProcess>>,
+    pub(crate) exit_watch: ExitWatch,
     pub(crate) stderr_done: oneshot::Receiver<()>,
     pub(crate) stderr_tail: Arc<Mutex<StderrTail>>,
     pub(crate) exit_wait: Duration,
@@ -30,8 +32,29 @@ impl<S: TransportSink> StdoutReader<S> {
     pub(crate) async fn run(mut self, stdout: pipe::Receiver) {
         let mut decoder = FrameDecoder::new(self.frame_limit);
         let mut parsed = Vec::new();
+        // Set once the leader has exited: the rest of the output is read until
+        // this deadline at most (a process that left the group may hold the pipe).
+        let mut draining_until = None;
         'output: loop {
-            if let Err(e) = stdout.readable().await {
+            let ready = match draining_until {
+                None => tokio::select! {
+                    biased;
+                    ready = stdout.readable() => ready,
+                    () = self.exit_watch.exited() => {
+                        // The server is dead even if its pipes are not: what it
+                        // left in its group goes, and its output ends.
+                        self.exit_watch.end_group();
+                        tracing::debug!(server = %self.server, "stdio server's process exited");
+                        draining_until = Some(tokio::time::Instant::now() + self.exit_wait);
+                        continue;
+                    }
+                },
+                Some(until) => match tokio::time::timeout_at(until, stdout.readable()).await {
+                    Ok(ready) => ready,
+                    Err(_) => break 'output,
+                },
+            };
+            if let Err(e) = ready {
                 self.sink
                     .deliver(TransportEvent::Closed(TransportError::Read(Arc::new(e))))
                     .await;
@@ -64,6 +87,9 @@ impl<S: TransportSink> StdoutReader<S> {
                     if !self.sink.deliver(event).await {
                         return;
                     }
+                }
+                if draining_until.is_some_and(|until| tokio::time::Instant::now() >= until) {
+                    break 'output;
                 }
                 if let Err(FrameError::TooLarge { limit }) = pushed {
                     // The connection is no longer trustworthy: the owner tears it down.
