@@ -363,16 +363,22 @@ fn restart_brings_back_a_failed_server_of_the_running_serve() {
     assert_eq!(running["state"], "ready", "{running}");
     assert_eq!(running["pid"], before, "{running}");
 
+    // A running server is restarted too (after an upgrade there is no other way).
     let restart_running = run_ok(&dir, &["restart", "demo"]);
     assert!(
-        restart_running.contains("was running; nothing to restart"),
+        restart_running.contains("restarted server `demo`"),
         "{restart_running}"
     );
-    assert_eq!(
-        demo_pid(&dir, &[]),
-        before,
-        "a running server is left alone"
+    let after = demo_pid(&dir, &[]);
+    assert_ne!(
+        after, before,
+        "a running server is stopped and started again"
     );
+    assert!(
+        eventually(Duration::from_secs(5), || !is_alive(before)),
+        "the old process is gone"
+    );
+    let before = after;
 
     let crash = run(&dir, &["call", "mcp__demo__crash", "{}"]);
     assert_eq!(crash.status.code(), Some(1));

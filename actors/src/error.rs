@@ -21,11 +21,31 @@ pub enum CallError {
     /// No route has this name (unknown, ambiguous, or its server is down).
     #[error("no tool is routed as `{0}`")]
     UnknownTool(String),
-    /// The server is not running or not ready.
-    #[error("server `{server}` is not available")]
+    /// The server listed the tool, but it has no route (see [`crate::RefusedRoute`]).
+    #[error(
+        "no tool is routed as `{name}`: server `{server}` lists `{tool}`, which has no route: {reason}"
+    )]
+    RouteRefused {
+        /// The name asked for.
+        name: String,
+        /// The server that listed it.
+        server: Arc<str>,
+        /// The tool's name as the server listed it.
+        tool: String,
+        /// Why it has no route.
+        reason: String,
+    },
+    /// The server is not running or not ready: starting, restarting after a
+    /// failure, failed, or waiting for a login.
+    #[error("server `{server}` is not available{}{}", why_suffix(.why), next_try_suffix(.next_try))]
     ServerUnavailable {
         /// Which server.
         server: Arc<str>,
+        /// Where it stands and why, when known (`restarting: HTTP server
+        /// unreachable: connection refused`).
+        why: Option<Arc<str>>,
+        /// When the supervisor next tries to start it, when it will.
+        next_try: Option<std::time::SystemTime>,
     },
     /// This call ran longer than its timeout; the connection was terminated.
     #[error("call to server `{server}` timed out after {}; the connection was restarted", human::duration(*after))]
@@ -227,4 +247,18 @@ pub enum StartError {
     /// The actor runtime refused to spawn the supervisor.
     #[error("failed to start the supervisor: {0}")]
     Spawn(String),
+}
+
+fn why_suffix(why: &Option<Arc<str>>) -> String {
+    why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default()
+}
+
+fn next_try_suffix(next: &Option<std::time::SystemTime>) -> String {
+    let Some(at) = next else {
+        return String::new();
+    };
+    let left = at
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or(Duration::ZERO);
+    format!("; next try in {}", human::duration(left))
 }

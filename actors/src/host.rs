@@ -149,7 +149,7 @@ impl Host {
     /// terminates the connection, which is then restarted.
     pub fn call(&self, name: &str, arguments: Value, options: CallOptions) -> PendingCall {
         let Some(route) = self.0.routes.lookup(name) else {
-            return PendingCall::failed(CallError::UnknownTool(name.to_string()));
+            return PendingCall::failed(self.unrouted(name));
         };
         let local = match &route.via {
             Via::Lane(local) => local,
@@ -192,6 +192,35 @@ impl Host {
                 },
             ),
             Err(e) => PendingCall::failed(e),
+        }
+    }
+
+    /// Why no route has `name`: its server is not ready (say where it stands
+    /// and when it is tried next), or no server offers it.
+    fn unrouted(&self, name: &str) -> CallError {
+        // Split by hand: a name the server listed may be too long or invalid
+        // as a qualified name, which is why it has no route.
+        let Some((server, tool)) = name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        else {
+            return CallError::UnknownTool(name.to_string());
+        };
+        let Some(status) = self.0.status.named(server) else {
+            return CallError::UnknownTool(name.to_string());
+        };
+        if status.state != ServerState::Ready {
+            return status.unavailable();
+        }
+        let table = self.0.routes.load();
+        match table.refused(server).and_then(|r| r.of(tool)) {
+            Some(refused) => CallError::RouteRefused {
+                name: name.to_string(),
+                server: status.name,
+                tool: refused.tool.clone(),
+                reason: refused.reason.clone(),
+            },
+            None => CallError::UnknownTool(name.to_string()),
         }
     }
 
@@ -296,8 +325,10 @@ impl Host {
         self.0.status.snapshot()
     }
 
-    /// Brings back servers named `name` that are down or failed, at once and with a
-    /// fresh restart budget. Returns how many were restarted (0 if all were running).
+    /// Restarts the servers named `name` whatever their state, at once and with
+    /// a fresh restart budget: a running one is stopped first (its process and
+    /// connection end as at shutdown), a down or failed one is started. Returns
+    /// how many were restarted.
     pub async fn restart(&self, name: &str) -> Result<usize, CallError> {
         let (reply, rx) = oneshot::channel();
         self.0

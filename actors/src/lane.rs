@@ -529,6 +529,8 @@ impl CallLane {
     fn unavailable(&self) -> CallError {
         CallError::ServerUnavailable {
             server: self.server.clone(),
+            why: Some(Arc::from("its connection is closing")),
+            next_try: None,
         }
     }
 }

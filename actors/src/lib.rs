@@ -51,6 +51,7 @@ pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHand
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
 pub use remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 pub use restart::RestartPolicy;
+pub use routes::{Refusals, RefusedRoute};
 pub use status::{ServerId, ServerState, ServerStatus};
 pub use supervisor::ReloadReport;
 pub use vitals::Vitals;

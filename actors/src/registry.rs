@@ -23,7 +23,7 @@ use crate::events::{EventBus, HostEvent};
 use crate::messages::SupervisorMsg;
 use crate::nodes::NodeBoard;
 use crate::routes::{
-    LaneRoute, Route, RouteRun, RouteSnapshot, RouteTable, ToolOutput, Via, server_order,
+    LaneRoute, Refusals, Route, RouteRun, RouteSnapshot, RouteTable, ToolOutput, Via, server_order,
 };
 use crate::status::{ServerId, StatusBoard};
 
@@ -92,6 +92,8 @@ struct ServerRoutes {
     report: u64,
     /// Each route under its qualified name, sorted by it.
     routes: RouteRun,
+    /// What the report listed that could not be routed.
+    refused: Arc<Refusals>,
 }
 
 pub(crate) struct RegistryState {
@@ -225,11 +227,13 @@ fn published_servers(table: &RouteTable) -> BTreeMap<ServerId, ServerRoutes> {
     servers
         .into_iter()
         .map(|(id, (name, link, routes))| {
+            let refused = table.refused.get(&name).cloned().unwrap_or_default();
             let server = ServerRoutes {
                 name,
                 link,
                 report: 0,
                 routes: routes.into(),
+                refused,
             };
             (id, server)
         })
@@ -274,7 +278,9 @@ impl RegistryState {
     fn report(&mut self, mut report: ToolsReport) {
         let bus = self.args.bus.clone();
         let mut definitions = Vec::with_capacity(report.tools.len());
+        let mut refused = Refusals::default();
         for entry in &report.rejected {
+            refused.push(entry.clone(), "not a valid tool entry");
             bus.emit(HostEvent::RouteRejected {
                 server: report.name.clone(),
                 tool: entry.clone(),
@@ -306,12 +312,13 @@ impl RegistryState {
                             Err(why) => {
                                 // Its results could not be checked: not advertised.
                                 tracing::warn!(server = %report.name, tool = %name, "tool not advertised: outputSchema: {why}");
+                                let reason =
+                                    format!("its outputSchema is not a usable JSON Schema: {why}");
+                                refused.push(name.clone(), reason.clone());
                                 bus.emit(HostEvent::RouteRejected {
                                     server: report.name.clone(),
                                     tool: name,
-                                    reason: format!(
-                                        "its outputSchema is not a usable JSON Schema: {why}"
-                                    ),
+                                    reason,
                                 });
                                 continue;
                             }
@@ -322,6 +329,7 @@ impl RegistryState {
                 }
                 Err(e) => {
                     tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {e}");
+                    refused.push(name.clone(), e.to_string());
                     bus.emit(HostEvent::RouteRejected {
                         server: report.name.clone(),
                         tool: name,
@@ -361,6 +369,7 @@ impl RegistryState {
                 link: Some(report.link.clone()),
                 report: self.reports,
                 routes,
+                refused: Arc::new(refused),
             },
         );
         // A re-list that replaces the first report before it was published
@@ -452,6 +461,29 @@ impl RegistryState {
             .collect()
     }
 
+    /// What each local server listed that has no route: its report's
+    /// refusals, and its names in `conflicts`. Shared, not copied, for a
+    /// server without conflicts.
+    fn refusals(
+        &self,
+        conflicts: &BTreeSet<QualifiedMcpToolName>,
+    ) -> HashMap<Arc<str>, Arc<Refusals>> {
+        let mut all: HashMap<Arc<str>, Arc<Refusals>> = HashMap::new();
+        for server in self.servers.values() {
+            if server.refused.total > 0 {
+                all.insert(server.name.clone(), server.refused.clone());
+            }
+        }
+        for name in conflicts {
+            let Some(server) = self.servers.values().find(|s| *s.name == *name.server()) else {
+                continue;
+            };
+            Arc::make_mut(all.entry(server.name.clone()).or_default())
+                .push(name.tool(), "another route has the same qualified name");
+        }
+        all
+    }
+
     /// Recomputes every route, stores the snapshot and reports new conflicts.
     /// One pass over the routes, one allocation per conflict rather than per
     /// name: a fleet's start publishes often, and each publication walks them all.
@@ -521,12 +553,17 @@ impl RegistryState {
             }
             conflicts.insert(qualified.clone());
         }
+        let refused = self.refusals(&conflicts);
         self.conflicts = conflicts;
         runs.sort_by(|a, b| server_order(&a[0].1.server, &b[0].1.server));
         let runs = runs.into_iter().cloned().collect();
-        self.args
-            .routes
-            .store(RouteTable::new(routes, self.links(), runs, unrouted));
+        self.args.routes.store(RouteTable::new(
+            routes,
+            self.links(),
+            runs,
+            unrouted,
+            refused,
+        ));
     }
 
     /// The names advertised for server `id` in the table last built, sorted.

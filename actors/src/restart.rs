@@ -22,6 +22,13 @@ pub struct RestartPolicy {
     pub max_restarts: usize,
     /// The window for `max_restarts`.
     pub window: Duration,
+    /// Once `max_restarts` are spent the server is marked failed, and then
+    /// tried again after this long, the delay doubling after each failed try up
+    /// to `max_probe_interval`, so a server that comes back is picked up by a
+    /// host that runs for days. `None`: a failed server waits for a restart.
+    pub probe_interval: Option<Duration>,
+    /// Longest delay between two tries of a failed server.
+    pub max_probe_interval: Duration,
 }
 
 impl Default for RestartPolicy {
@@ -33,6 +40,8 @@ impl Default for RestartPolicy {
             jitter: 0.2,
             max_restarts: 5,
             window: Duration::from_secs(60),
+            probe_interval: Some(Duration::from_secs(30)),
+            max_probe_interval: Duration::from_secs(600),
         }
     }
 }
@@ -60,6 +69,8 @@ pub struct RestartTracker {
     recent: VecDeque<Instant>,
     consecutive: u32,
     total: u64,
+    /// Tries since the server was marked failed (0: not failed).
+    probes: u32,
 }
 
 impl RestartTracker {
@@ -99,15 +110,45 @@ impl RestartTracker {
         }
     }
 
-    /// The server reached ready: the next failure starts from the initial backoff.
+    /// The server was marked failed (or a try of it failed): the delay until
+    /// it is tried again, `None` when failed servers are not tried.
+    pub fn next_probe(&mut self, policy: &RestartPolicy, random: f64) -> Option<Duration> {
+        let first = policy.probe_interval?;
+        self.probes = self.probes.saturating_add(1);
+        let base = first.as_secs_f64() * 2f64.powi(self.probes.saturating_sub(1).min(32) as i32);
+        let spread = 1.0 + policy.jitter * (2.0 * random.clamp(0.0, 1.0) - 1.0);
+        let secs = (base * spread)
+            .min(
+                policy
+                    .max_probe_interval
+                    .as_secs_f64()
+                    .max(first.as_secs_f64()),
+            )
+            .max(0.0);
+        Some(Duration::from_secs_f64(secs))
+    }
+
+    /// Whether the server is failed and being tried now and then: a failure
+    /// now is a failed try, not one to restart at once.
+    pub fn probing(&self) -> bool {
+        self.probes > 0
+    }
+
+    /// The server reached ready: the next failure starts from the initial
+    /// backoff, and one that came back from failed has its budget again.
     pub fn on_ready(&mut self) {
         self.consecutive = 0;
+        if self.probes > 0 {
+            self.probes = 0;
+            self.recent.clear();
+        }
     }
 
     /// Forget the history (a host asked to restart a failed server).
     pub fn reset(&mut self) {
         self.recent.clear();
         self.consecutive = 0;
+        self.probes = 0;
     }
 
     /// Restarts since the server was first started.
@@ -207,5 +248,44 @@ mod tests {
                 RestartDecision::Restart { .. }
             ));
         }
+    }
+
+    #[test]
+    fn a_failed_server_is_tried_at_a_slow_doubling_capped_pace_until_it_is_back() {
+        let policy = RestartPolicy {
+            max_restarts: 1,
+            ..RestartPolicy::default()
+        };
+        let mut t = RestartTracker::default();
+        let now = Instant::now();
+        t.on_failure(&policy, now, 0.5);
+        assert!(matches!(
+            t.on_failure(&policy, now, 0.5),
+            RestartDecision::GiveUp { .. }
+        ));
+        assert!(!t.probing());
+        let delays: Vec<Duration> = (0..8)
+            .map(|_| t.next_probe(&policy, 0.5).unwrap())
+            .collect();
+        assert!(t.probing());
+        assert_eq!(delays[0], Duration::from_secs(30));
+        assert_eq!(delays[1], Duration::from_secs(60));
+        assert_eq!(delays[4], Duration::from_secs(480));
+        assert_eq!(delays[5], policy.max_probe_interval);
+        assert_eq!(delays[7], policy.max_probe_interval);
+        // Back: a fresh budget, and the next give-up starts from the first delay.
+        t.on_ready();
+        assert!(!t.probing());
+        assert!(matches!(
+            t.on_failure(&policy, now, 0.5),
+            RestartDecision::Restart { .. }
+        ));
+        assert_eq!(t.next_probe(&policy, 0.5), Some(Duration::from_secs(30)));
+
+        let never = RestartPolicy {
+            probe_interval: None,
+            ..policy
+        };
+        assert_eq!(RestartTracker::default().next_probe(&never, 0.5), None);
     }
 }

@@ -72,6 +72,49 @@ pub(crate) fn server_order(a: &str, b: &str) -> Ordering {
     a.bytes().chain(*b"__").cmp(b.bytes().chain(*b"__"))
 }
 
+/// A tool a ready server listed that has no route, and why (a name that
+/// cannot form one, an entry that does not parse, an unusable schema, a name
+/// another route claims too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedRoute {
+    /// The tool's name as the server listed it (or the entry that did not parse).
+    pub tool: String,
+    /// Why it has no route.
+    pub reason: String,
+}
+
+/// The routes one server was refused: the first [`Refusals::KEPT`] of them,
+/// and how many there were.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// The first ones, in the order the server listed them.
+    pub first: Vec<RefusedRoute>,
+    /// How many there were in all.
+    pub total: usize,
+}
+
+impl Refusals {
+    /// How many are kept with their reasons: a server listing thousands of
+    /// bad entries costs no more than this.
+    pub const KEPT: usize = 32;
+
+    /// Counts one more, keeping it while there is room.
+    pub(crate) fn push(&mut self, tool: impl Into<String>, reason: impl Into<String>) {
+        self.total += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(RefusedRoute {
+                tool: tool.into(),
+                reason: reason.into(),
+            });
+        }
+    }
+
+    /// The refusal of the tool named `tool`, if it is among those kept.
+    pub fn of(&self, tool: &str) -> Option<&RefusedRoute> {
+        self.first.iter().find(|r| r.tool == tool)
+    }
+}
+
 /// An immutable set of routes, and the ready servers they lead to.
 #[derive(Debug, Default)]
 pub struct RouteTable {
@@ -83,6 +126,8 @@ pub struct RouteTable {
     runs: Vec<RouteRun>,
     /// Names in `runs` that are not routed (claimed twice).
     unrouted: HashSet<Arc<str>>,
+    /// What each ready server listed that has no route (servers with none absent).
+    pub(crate) refused: HashMap<Arc<str>, Arc<Refusals>>,
     /// The routes by qualified name, made once on first use: listing a table
     /// again (every client's `tools/list`) then costs nothing more.
     sorted: OnceLock<Vec<Arc<Route>>>,
@@ -94,12 +139,14 @@ impl RouteTable {
         servers: HashMap<Arc<str>, Arc<ServerLink>>,
         runs: Vec<RouteRun>,
         unrouted: HashSet<Arc<str>>,
+        refused: HashMap<Arc<str>, Arc<Refusals>>,
     ) -> Self {
         RouteTable {
             routes,
             servers,
             runs,
             unrouted,
+            refused,
             sorted: OnceLock::new(),
         }
     }
@@ -112,6 +159,11 @@ impl RouteTable {
     /// Every ready server, in no particular order.
     pub(crate) fn servers(&self) -> impl Iterator<Item = &Arc<ServerLink>> {
         self.servers.values()
+    }
+
+    /// What the ready server `server` listed that has no route.
+    pub fn refused(&self, server: &str) -> Option<&Refusals> {
+        self.refused.get(server).map(|r| &**r)
     }
 
     /// The route for a qualified name.

@@ -106,9 +106,32 @@ pub struct ServerStatus {
     pub tools: usize,
     /// Restarts since it was first started.
     pub restarts: u64,
+    /// When the supervisor next tries to start it: the end of a restart's
+    /// backoff, or a failed server's next try; `None` when nothing is planned.
+    pub next_try: Option<std::time::SystemTime>,
     /// What the current connection's server said of itself in `initialize`
     /// (its name and version, capabilities, instructions); `None` until then.
     pub initialize: Option<Arc<InitializeResult>>,
+}
+
+impl ServerStatus {
+    /// The error for a call to this server while it is not ready: where it
+    /// stands, why, and when it is tried next.
+    pub(crate) fn unavailable(&self) -> crate::error::CallError {
+        let why: Option<String> = match &self.state {
+            ServerState::Starting { .. } => Some("starting".into()),
+            ServerState::Restarting { reason, .. } => Some(format!("restarting: {reason}")),
+            ServerState::Failed { reason } => Some(format!("failed: {reason}")),
+            ServerState::LoginRequired { .. } => Some("a login is required".into()),
+            ServerState::Stopped => Some("stopped".into()),
+            ServerState::Ready => None,
+        };
+        crate::error::CallError::ServerUnavailable {
+            server: self.name.clone(),
+            why: why.map(Arc::from),
+            next_try: self.next_try,
+        }
+    }
 }
 
 /// The shared table of statuses: hosts read it without a mailbox hop; the
@@ -136,6 +159,7 @@ impl StatusBoard {
                 pid: None,
                 tools: 0,
                 restarts: 0,
+                next_try: None,
                 initialize: None,
             });
             f(entry);
@@ -153,6 +177,12 @@ impl StatusBoard {
         let mut all: Vec<_> = self.map.read().values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
         all
+    }
+
+    /// The status of the server named `name` (the first, when two connections
+    /// share the name for a moment).
+    pub(crate) fn named(&self, name: &str) -> Option<ServerStatus> {
+        self.map.read().values().find(|s| &*s.name == name).cloned()
     }
 
     /// Every server's name (a name twice when two connections share it for a moment).

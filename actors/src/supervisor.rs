@@ -314,6 +314,7 @@ impl SupervisorState {
             self.ctx.status.update(id, &slot.name, |s| {
                 s.state = ServerState::Starting { attempt };
                 s.pid = None;
+                s.next_try = None;
                 s.initialize = None;
             });
             self.ctx.bus.emit(HostEvent::ServerStarting {
@@ -442,9 +443,14 @@ impl SupervisorState {
             self.wait_for_login(id, reason);
             return;
         }
-        let decision =
+        let policy = &self.ctx.options.restart;
+        // A failed server's try that failed again goes back to waiting.
+        let decision = if slot.tracker.probing() {
+            RestartDecision::GiveUp { restarts: 0 }
+        } else {
             slot.tracker
-                .on_failure(&self.ctx.options.restart, Instant::now(), fastrand::f64());
+                .on_failure(policy, Instant::now(), fastrand::f64())
+        };
         let total = slot.tracker.total();
         match decision {
             RestartDecision::Restart { attempt, backoff } => {
@@ -460,6 +466,7 @@ impl SupervisorState {
                     s.state = state;
                     s.pid = None;
                     s.restarts = total;
+                    s.next_try = Some(std::time::SystemTime::now() + backoff);
                 });
                 tracing::info!(server = %slot.name, attempt, ?backoff, "restarting: {reason}");
                 self.ctx.bus.emit(HostEvent::ServerRestarting {
@@ -470,18 +477,38 @@ impl SupervisorState {
                 });
                 myself.send_after(backoff, move || SupervisorMsg::Restart { id, generation });
             }
-            RestartDecision::GiveUp { restarts } => {
-                tracing::error!(server = %slot.name, restarts, "too many restarts; marked failed: {reason}");
+            RestartDecision::GiveUp { .. } => {
+                let first = !slot.tracker.probing();
+                let probe = slot.tracker.next_probe(policy, fastrand::f64());
+                if first {
+                    tracing::error!(
+                        server = %slot.name,
+                        budget = policy.max_restarts,
+                        window = ?policy.window,
+                        next_try = ?probe,
+                        "restart budget spent; marked failed: {reason}"
+                    );
+                } else {
+                    tracing::info!(server = %slot.name, next_try = ?probe, "still failing: {reason}");
+                }
                 self.ctx.status.update(id, &slot.name, |s| {
                     s.state = ServerState::Failed {
                         reason: reason.clone(),
                     };
                     s.pid = None;
+                    s.next_try = probe.map(|p| std::time::SystemTime::now() + p);
                 });
-                self.ctx.bus.emit(HostEvent::ServerFailed {
-                    server: slot.name.clone(),
-                    reason,
-                });
+                if let Some(delay) = probe {
+                    slot.generation += 1;
+                    let generation = slot.generation;
+                    myself.send_after(delay, move || SupervisorMsg::Restart { id, generation });
+                }
+                if first {
+                    self.ctx.bus.emit(HostEvent::ServerFailed {
+                        server: slot.name.clone(),
+                        reason,
+                    });
+                }
             }
         }
     }
@@ -537,13 +564,21 @@ impl SupervisorState {
             return Err(CallError::UnknownServer(name.to_string()));
         }
         let mut restarted = 0;
+        let budget = self.stop_budget();
         for id in ids {
+            // A running server is stopped first (after an upgrade, say): its
+            // exit is not a failure, and a restart already scheduled is voided.
+            let running = self.slots.get_mut(&id).and_then(|slot| {
+                slot.generation += 1;
+                slot.actor.take()
+            });
+            if let Some(actor) = running {
+                self.ctx.to_registry(RegistryMsg::Remove(id));
+                stop_actor(actor, budget).await;
+            }
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
-            if slot.actor.is_some() {
-                continue;
-            }
             slot.tracker.reset();
             slot.attempt = 0;
             slot.generation += 1;

@@ -246,7 +246,11 @@ impl WireError {
         let server = server.clone();
         match self {
             WireError::UnknownTool { .. } => CallError::UnknownTool(tool.to_string()),
-            WireError::ServerUnavailable => CallError::ServerUnavailable { server },
+            WireError::ServerUnavailable => CallError::ServerUnavailable {
+                server,
+                why: None,
+                next_try: None,
+            },
             WireError::Timeout { after_ms } => CallError::Timeout {
                 server,
                 after: Duration::from_millis(after_ms),

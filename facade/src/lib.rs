@@ -38,11 +38,14 @@ pub use mcpvisor_actors::fault::{FaultParseError, parse_duration};
 pub use mcpvisor_actors::host_requests::{
     ClientHandler, HostAnswer, HostRequest, SharedClientHandler,
 };
+/// The route table ([`Host::routes`]).
+pub use mcpvisor_actors::routes;
 pub use mcpvisor_actors::{
     CallCanceller, CallError, CallOptions, Catalog, CompletionTarget, ConnectionError, DownReason,
-    Fault, FaultError, FaultKind, Host, HostEvent, PendingCall, ProgressCallback, ReloadReport,
-    RestartPolicy, RoutedPrompt, ServerId, ServerResource, ServerSpec, ServerState, ServerStatus,
-    ServerTemplate, Skipped, StartError, SupervisorOptions, TransportSpec, Vitals,
+    Fault, FaultError, FaultKind, Host, HostEvent, PendingCall, ProgressCallback, Refusals,
+    RefusedRoute, ReloadReport, RestartPolicy, RoutedPrompt, ServerId, ServerResource, ServerSpec,
+    ServerState, ServerStatus, ServerTemplate, Skipped, StartError, SupervisorOptions,
+    TransportSpec, Vitals,
 };
 pub use mcpvisor_protocol::completion::Completion;
 pub use mcpvisor_protocol::logging::LogLevel;

@@ -23,6 +23,8 @@ pub const KEYS: &[(&str, u64)] = &[
     ("restart_max_backoff_ms", 30_000),
     ("restart_max_restarts", 5),
     ("restart_window_ms", 60_000),
+    ("failed_probe_ms", 30_000),
+    ("failed_probe_max_ms", 600_000),
 ];
 
 /// Where a value came from.
@@ -360,6 +362,9 @@ impl Settings {
                 .map(|(v, _)| *v as usize)
                 .unwrap_or(5),
             window: self.ms("restart_window_ms"),
+            // 0: a failed server waits for `mcpvisor restart`.
+            probe_interval: Some(self.ms("failed_probe_ms")).filter(|d| !d.is_zero()),
+            max_probe_interval: self.ms("failed_probe_max_ms"),
             ..RestartPolicy::default()
         };
         options.stdio.env_passthrough = self.env_passthrough.0.clone();

@@ -119,9 +119,7 @@ pub(crate) fn failed(error: CallError) -> Outcome {
         CallError::ConnectionClosed { server, reason } => Ok(tool_error(format!(
             "server `{server}` restarted ({reason}); retry"
         ))),
-        CallError::ServerUnavailable { server } => Ok(tool_error(format!(
-            "server `{server}` is not available (restarting or failed); retry in a moment"
-        ))),
+        e @ CallError::ServerUnavailable { .. } => Ok(tool_error(e.to_string())),
         CallError::Overloaded { server, limit } => Ok(tool_error(format!(
             "server `{server}` has {limit} calls in flight; retry later"
         ))),

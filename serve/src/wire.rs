@@ -37,12 +37,37 @@ pub fn state_text(state: &ServerState) -> String {
     }
 }
 
-/// One server's status.
-pub fn status_json(s: &ServerStatus) -> Value {
+/// When the supervisor next tries a server, for a person (`in 25 s`).
+pub fn next_try_text(s: &ServerStatus) -> Option<String> {
+    let at = s.next_try?;
+    let left = at
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    Some(format!("in {}", mcpvisor_protocol::human::duration(left)))
+}
+
+/// One server's status, with the tools it listed that have no route
+/// (`routes`: the host's current table).
+pub fn status_json(s: &ServerStatus, routes: &mcpvisor::routes::RouteTable) -> Value {
+    let refused = routes.refused(&s.name).map(|r| {
+        json!({
+            "total": r.total,
+            "first": r.first.iter().map(|f| json!({"tool": f.tool, "reason": f.reason})).collect::<Vec<_>>(),
+        })
+    });
+    let mut detail = state_text(&s.state);
+    if let (ServerState::Failed { .. }, Some(next)) = (&s.state, next_try_text(s)) {
+        detail.push_str(&format!("; next try {next}"));
+    }
     json!({
         "name": &*s.name,
         "state": state_word(&s.state),
-        "detail": state_text(&s.state),
+        "detail": detail,
+        "nextTryMs": s.next_try.map(|at| at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+            .as_millis() as u64),
+        "refused": refused,
         "pid": s.pid,
         "tools": s.tools,
         "restarts": s.restarts,
@@ -57,11 +82,12 @@ pub fn status_json(s: &ServerStatus) -> Value {
 /// joined a cluster), then every other node's, as that node advertised it.
 pub fn cluster_statuses(host: &mcpvisor::Host) -> Vec<Value> {
     let local = host.node_name();
+    let routes = host.routes();
     let mut all: Vec<Value> = host
         .servers()
         .iter()
         .map(|s| {
-            let mut status = status_json(s);
+            let mut status = status_json(s, &routes);
             if let Some(node) = &local {
                 status["node"] = json!(&**node);
             }

@@ -100,9 +100,14 @@ pub enum TransportError {
         /// Where it pointed, with its query and user info redacted.
         location: Option<String>,
     },
-    /// The HTTP request failed below HTTP (connect, reset, TLS, I/O).
+    /// The HTTP request failed below HTTP (TLS, I/O, a timeout).
     #[error("HTTP request failed: {0}")]
     Http(String),
+    /// The HTTP server cannot be reached: the connection was refused, could
+    /// not be made, or was reset or cut mid-answer. The connection is over; the
+    /// server is taken for down until it is reached again.
+    #[error("HTTP server unreachable: {0}")]
+    Unreachable(String),
     /// An HTTP body or SSE event exceeded the message limit.
     #[error("server sent a message over the {limit}-byte limit")]
     MessageTooLarge {
@@ -126,6 +131,13 @@ pub enum TransportError {
     /// The session expired and could not be renewed.
     #[error("HTTP session expired and could not be renewed: {0}")]
     SessionExpired(String),
+}
+
+impl TransportError {
+    /// Whether this failure says the server is down, not that one request failed.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, TransportError::Unreachable(_))
+    }
 }
 
 fn body_suffix(body: &str) -> String {

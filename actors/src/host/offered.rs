@@ -313,7 +313,7 @@ impl Host {
     pub async fn set_log_level(&self, server: &str, level: LogLevel) -> Result<(), CallError> {
         let link = match self.link(server) {
             Ok(link) => link,
-            Err(CallError::ServerUnavailable { server }) => {
+            Err(CallError::ServerUnavailable { server, .. }) => {
                 self.0.standing.set_level(&server, level);
                 self.level_when_published(server, level);
                 return Ok(());
@@ -366,14 +366,8 @@ impl Host {
         if let Some(link) = self.0.routes.load().server(server) {
             return Ok(link.clone());
         }
-        match self
-            .0
-            .status
-            .snapshot()
-            .into_iter()
-            .find(|s| &*s.name == server)
-        {
-            Some(s) => Err(CallError::ServerUnavailable { server: s.name }),
+        match self.0.status.named(server) {
+            Some(s) => Err(s.unavailable()),
             None => Err(CallError::UnknownServer(server.to_string())),
         }
     }

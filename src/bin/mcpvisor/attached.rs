@@ -183,6 +183,33 @@ pub(crate) fn live_line(s: &Value) -> String {
     )
 }
 
+/// The problems of a live status worth a line each: tools it listed that
+/// have no route (the first few, then how many more).
+pub(crate) fn live_problems(s: &Value) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let refused = &s["refused"];
+    let total = refused["total"].as_u64().unwrap_or(0) as usize;
+    let first = refused["first"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut lines: Vec<String> = first
+        .iter()
+        .take(SHOWN)
+        .map(|r| {
+            format!(
+                "tool `{}` has no route: {}",
+                output::clean_line(r["tool"].as_str().unwrap_or("?")),
+                output::clean_line(r["reason"].as_str().unwrap_or("?"))
+            )
+        })
+        .collect();
+    if total > lines.len() {
+        lines.push(format!("{} more tools have no route", total - lines.len()));
+    }
+    lines
+}
+
 pub(crate) async fn watch(
     client: &mut Client,
     json: bool,
@@ -226,13 +253,15 @@ pub(crate) async fn restart(client: &mut Client, name: &str) -> Result<ExitCode,
         Ok(v) => {
             let n = v["restarted"].as_u64().unwrap_or(0);
             if n == 0 {
-                println!(
-                    "server `{}` was running; nothing to restart",
-                    output::clean_line(name)
-                );
-            } else {
-                println!("restarted server `{}`", output::clean_line(name));
+                return Err(Failure(
+                    format!(
+                        "server `{}` could not be restarted",
+                        output::clean_line(name)
+                    ),
+                    1,
+                ));
             }
+            println!("restarted server `{}`", output::clean_line(name));
             Ok(ExitCode::SUCCESS)
         }
         Err(ClientError::Rpc(e)) => Err(Failure(e.message, 2)),

@@ -62,6 +62,13 @@ pub(crate) struct SettingFlags {
     /// The restart-intensity window in milliseconds.
     #[arg(long, global = true)]
     pub(crate) restart_window_ms: Option<u64>,
+    /// A failed server is tried again after this many milliseconds, the delay
+    /// doubling after each failed try (0: only `mcpvisor restart` brings it back).
+    #[arg(long, global = true)]
+    pub(crate) failed_probe_ms: Option<u64>,
+    /// Longest delay between two tries of a failed server, in milliseconds.
+    #[arg(long, global = true)]
+    pub(crate) failed_probe_max_ms: Option<u64>,
     /// Protocol revisions to offer servers, first preferred, comma-separated
     /// (2025-03-26, 2025-06-18, 2025-11-25; default 2025-03-26).
     #[arg(long, global = true, value_name = "LIST")]
@@ -80,6 +87,8 @@ impl SettingFlags {
             ("restart_max_backoff_ms", self.restart_max_backoff_ms),
             ("restart_max_restarts", self.restart_max_restarts),
             ("restart_window_ms", self.restart_window_ms),
+            ("failed_probe_ms", self.failed_probe_ms),
+            ("failed_probe_max_ms", self.failed_probe_max_ms),
         ];
         Overrides {
             home: self.home.clone(),
@@ -152,8 +161,9 @@ pub(crate) enum Command {
     /// Make the running `mcpvisor serve` read its `.mcp.json` again (as SIGHUP does):
     /// added, removed and changed entries start, stop or restart; the rest keep running.
     Reload,
-    /// Bring back a server of the running `mcpvisor serve` that is down or failed
-    /// (at once, with a fresh restart budget); a running server is left alone.
+    /// Restart a server of the running `mcpvisor serve` whatever its state, at
+    /// once and with a fresh restart budget: a running one (after an upgrade,
+    /// say) is stopped and started again, a down or failed one is started.
     Restart {
         /// The server's name.
         name: String,

@@ -56,6 +56,9 @@ pub(crate) fn servers(
             println!("demo                 stdio  built-in demo server");
             if let Some(s) = running("demo") {
                 println!("    {}", crate::attached::live_line(s));
+                for p in crate::attached::live_problems(s) {
+                    println!("    problem: {p}");
+                }
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -119,6 +122,9 @@ pub(crate) fn servers(
         }
         if let Some(live) = running(&s.name) {
             println!("    {}", crate::attached::live_line(live));
+            for p in crate::attached::live_problems(live) {
+                println!("    problem: {p}");
+            }
         }
     }
     for s in remote {

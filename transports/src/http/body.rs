@@ -53,7 +53,43 @@ pub(crate) fn http_error(e: reqwest::Error) -> TransportError {
         }
         cause = c.source();
     }
-    TransportError::Http(text.chars().take(400).collect())
+    let text = text.chars().take(400).collect();
+    if unreachable(&e) {
+        TransportError::Unreachable(text)
+    } else {
+        TransportError::Http(text)
+    }
+}
+
+/// A connection refused or not made, or reset or cut before its answer ended:
+/// the server (or the way to it) is down, which a request's own failure (a
+/// timeout, a bad certificate, a body too large) does not say.
+fn unreachable(e: &reqwest::Error) -> bool {
+    use std::io::ErrorKind;
+    if e.is_connect() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        if c.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Reads a whole body, failing once it passes `limit` bytes. A body that

@@ -4,8 +4,9 @@
 //! current-thread Tokio runtime shared by the host's GET streams, so a slow or
 //! broken stream never competes with the host's runtime; it stops, and is
 //! waited for, on shutdown. Nothing here can fail a POST:
-//! 405 means the server offers no stream (no retry); other failures reconnect
-//! with backoff, honouring `retry:` and sending `Last-Event-ID`.
+//! 405 means the server offers no stream (no retry); a server that cannot be
+//! reached ends the connection (it is down); other failures reconnect with
+//! backoff, honouring `retry:` and sending `Last-Event-ID`.
 
 use std::sync::Arc;
 
@@ -73,6 +74,8 @@ enum Outcome {
     Unsupported,
     /// The stream ended or failed; try again later. `healthy`: it had stayed up.
     Retry { healthy: bool },
+    /// The server cannot be reached: the connection is over.
+    Unreachable(crate::error::TransportError),
 }
 
 /// Connections made by `client` belong to the streams' runtime, so streams
@@ -100,6 +103,12 @@ async fn listen<S: TransportSink>(
                 return;
             }
             Outcome::Retry { healthy } => backoff.after(parser.retry(), healthy, fastrand::f64()),
+            Outcome::Unreachable(error) => {
+                tracing::debug!(server = %shared.server, "notification stream: {error}");
+                sink.deliver(crate::event::TransportEvent::Closed(error))
+                    .await;
+                return;
+            }
         };
         tokio::select! {
             _ = stopped.changed() => return,
@@ -123,6 +132,7 @@ async fn stream_once<S: TransportSink>(
     });
     let mut resp = match answer {
         Ok(r) => r,
+        Err(e) if e.is_unreachable() => return Outcome::Unreachable(e),
         Err(e) => {
             tracing::debug!(server = %shared.server, "notification stream: {e}");
             return Outcome::Retry { healthy: false };

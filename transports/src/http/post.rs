@@ -21,7 +21,8 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const ANSWERED_STREAM_DRAIN: Duration = Duration::from_secs(2);
 
 /// Sends a request and delivers what comes back; a failure of this request alone
-/// is reported as `RequestFailed`, never as the end of the connection.
+/// is reported as `RequestFailed`, and an unreachable server as the end of the
+/// connection too.
 pub(crate) async fn post_request<S: TransportSink>(
     shared: Arc<Shared>,
     sink: Arc<S>,
@@ -36,8 +37,16 @@ pub(crate) async fn post_request<S: TransportSink>(
         Ok(()) | Err(TransportError::Closed) => {}
         Err(error) => {
             tracing::debug!(server = %shared.server, %id, "request failed: {error}");
-            sink.deliver(TransportEvent::RequestFailed { id, error })
-                .await;
+            let down = error.is_unreachable().then(|| error.clone());
+            if sink
+                .deliver(TransportEvent::RequestFailed { id, error })
+                .await
+                && let Some(error) = down
+            {
+                // The server is down, not this request: the connection ends,
+                // and its supervisor reconnects with backoff.
+                sink.deliver(TransportEvent::Closed(error)).await;
+            }
         }
     }
 }
