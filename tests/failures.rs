@@ -10,6 +10,7 @@ use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerSpec, ServerState,
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
+use support::peers::PeerServer;
 use support::{call, demo, eventually, fast_options, is_alive, next_ready, wait_for};
 
 fn pid_of(host: &Host, name: &str) -> Option<u32> {
@@ -344,5 +345,122 @@ async fn a_forking_launchers_death_is_the_servers_death() {
         answered, server,
         "calls go to the new server, not the one left behind"
     );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_down_is_restarting_until_it_is_back() {
+    let everything = PeerServer::everything();
+    let url = everything.url.clone();
+    let port: u16 = url
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let spec = ServerSpec::http("everything", mcpvisor::transports::HttpSpec::new(url));
+    let mut options = fast_options();
+    // Slow enough that the state between tries can be seen.
+    options.restart.initial_backoff = Duration::from_secs(5);
+    options.restart.max_backoff = Duration::from_secs(5);
+    let host = Host::start(vec![spec], options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    host.wait_ready(Duration::from_secs(30)).await;
+    let echo = json!({"message": "up"});
+    call(&host, "mcp__everything__echo", echo.clone())
+        .await
+        .unwrap();
+
+    drop(everything);
+    // Noticed by the supervisor through the notification stream: no call is made.
+    let down = wait_for(
+        &mut events,
+        Duration::from_secs(20),
+        |e| matches!(e, HostEvent::ServerRestarting { server, .. } if &**server == "everything"),
+    )
+    .await;
+    let HostEvent::ServerRestarting { reason, .. } = down else {
+        unreachable!()
+    };
+    assert!(reason.to_string().contains("unreachable"), "{reason}");
+    let status = host
+        .servers()
+        .into_iter()
+        .find(|s| &*s.name == "everything")
+        .unwrap();
+    assert!(
+        matches!(status.state, ServerState::Restarting { .. }),
+        "{status:?}"
+    );
+    assert!(status.next_try.is_some(), "{status:?}");
+    // A call fails at once, saying where the server stands and when it is tried.
+    let refused = call(&host, "mcp__everything__echo", echo.clone())
+        .await
+        .unwrap_err();
+    let CallError::ServerUnavailable { why, next_try, .. } = &refused else {
+        panic!("{refused:?}")
+    };
+    assert!(
+        why.as_deref().is_some_and(|w| w.contains("restarting")),
+        "{refused}"
+    );
+    assert!(
+        next_try.is_some() && refused.to_string().contains("next try in"),
+        "{refused}"
+    );
+
+    // Back where it was: the supervisor reconnects by itself.
+    let _back = PeerServer::everything_at(port);
+    wait_for(
+        &mut events,
+        Duration::from_secs(40),
+        |e| matches!(e, HostEvent::ServerReady { server, .. } if &**server == "everything"),
+    )
+    .await;
+    call(&host, "mcp__everything__echo", echo).await.unwrap();
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_server_is_tried_again_and_picked_up_when_it_is_back() {
+    // Nothing listens yet: every start fails, and the budget is soon spent.
+    let port = support::peers::free_port();
+    let spec = ServerSpec::http(
+        "later",
+        mcpvisor::transports::HttpSpec::new(format!("http://127.0.0.1:{port}/mcp")),
+    );
+    let mut options = fast_options();
+    options.restart.max_restarts = 2;
+    options.restart.probe_interval = Some(Duration::from_secs(2));
+    options.restart.max_probe_interval = Duration::from_secs(2);
+    let host = Host::start(vec![spec], options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    wait_for(
+        &mut events,
+        Duration::from_secs(30),
+        |e| matches!(e, HostEvent::ServerFailed { server, .. } if &**server == "later"),
+    )
+    .await;
+    let status = host.servers().into_iter().next().unwrap();
+    assert!(
+        matches!(status.state, ServerState::Failed { .. }),
+        "{status:?}"
+    );
+    assert!(
+        status.next_try.is_some(),
+        "a failed server shows its next try: {status:?}"
+    );
+
+    let _up = PeerServer::everything_at(port);
+    wait_for(
+        &mut events,
+        Duration::from_secs(40),
+        |e| matches!(e, HostEvent::ServerReady { server, .. } if &**server == "later"),
+    )
+    .await;
+    call(&host, "mcp__later__echo", json!({"message": "back"}))
+        .await
+        .unwrap();
     host.shutdown().await;
 }

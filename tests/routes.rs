@@ -60,6 +60,22 @@ async fn invalid_tool_names_are_rejected_and_reported() {
     assert!(rejected[0].1.contains("character"), "{rejected:?}");
     assert_eq!(rejected[1].0, long);
     assert!(rejected[1].1.contains("64"), "{rejected:?}");
+
+    // Kept beside the routes, for `servers` and for a call that names one.
+    let table = host.routes();
+    let refused = table.refused("demo").expect("the refusals are kept");
+    assert_eq!(refused.total, 2, "{refused:?}");
+    assert!(
+        refused.of(&long).is_some_and(|r| r.reason.contains("64")),
+        "{refused:?}"
+    );
+    let named = format!("mcp__demo__{long}");
+    let failed = call(&host, &named, json!({})).await.unwrap_err();
+    assert!(
+        matches!(&failed, mcpvisor::CallError::RouteRefused { tool, .. } if *tool == long),
+        "{failed:?}"
+    );
+    assert!(failed.to_string().contains("64"), "{failed}");
     host.shutdown().await;
 }
 
@@ -88,7 +104,11 @@ async fn a_tool_listed_twice_is_advertised_for_neither() {
     let e = call(&host, "mcp__demo__echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(e, mcpvisor::CallError::UnknownTool(_)), "{e}");
+    // The call says why the name it asked for has no route.
+    assert!(
+        matches!(&e, mcpvisor::CallError::RouteRefused { reason, .. } if reason.contains("same qualified name")),
+        "{e}"
+    );
     host.shutdown().await;
 }
 

@@ -40,16 +40,23 @@ pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> O
         });
     };
     let name = &status.name;
+    let next = crate::wire::next_try_text(&status);
     Ok(tool_error(match &status.state {
         ServerState::Starting { .. } => {
             format!("server `{name}` is starting; retry in a moment")
         }
-        ServerState::Restarting { reason, .. } => {
-            format!("server `{name}` is restarting after: {reason}; retry in a moment")
-        }
-        ServerState::Failed { reason } => format!(
-            "server `{name}` failed too often and stays down ({reason}); it needs `mcpvisor restart {name}`"
-        ),
+        ServerState::Restarting { reason, .. } => match next {
+            Some(next) => format!("server `{name}` is restarting after: {reason}; next try {next}"),
+            None => format!("server `{name}` is restarting after: {reason}; retry in a moment"),
+        },
+        ServerState::Failed { reason } => match next {
+            Some(next) => format!(
+                "server `{name}` failed too often ({reason}); it is tried again {next}, or at once with `mcpvisor restart {name}`"
+            ),
+            None => format!(
+                "server `{name}` failed too often and stays down ({reason}); it needs `mcpvisor restart {name}`"
+            ),
+        },
         ServerState::LoginRequired { .. } => format!(
             "server `{name}` needs a login: run `mcpvisor login {name}`, then `mcpvisor restart {name}`"
         ),

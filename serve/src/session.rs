@@ -568,7 +568,14 @@ impl Session {
         tokio::select! {
             result = &mut pending => match result {
                 Ok(result) => Ok(convert::tool_result_for(self.revision(), result.to_value())),
-                Err(CallError::UnknownTool(_)) => outcome::unrouted(host, name, Some(route)),
+                Err(CallError::UnknownTool(_) | CallError::ServerUnavailable { .. }) => {
+                    outcome::unrouted(host, name, Some(route))
+                }
+                Err(e @ CallError::RouteRefused { .. }) => Err(ErrorObject {
+                    code: error_codes::INVALID_PARAMS,
+                    message: e.to_string(),
+                    data: None,
+                }),
                 Err(CallError::Rpc { server, error })
                     if error.code == url_elicitation::URL_ELICITATION_REQUIRED =>
                 {

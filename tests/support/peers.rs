@@ -153,7 +153,12 @@ pub struct PeerServer {
 impl PeerServer {
     /// `server-everything` in Streamable HTTP mode.
     pub fn everything() -> PeerServer {
-        let port = free_port();
+        PeerServer::everything_at(free_port())
+    }
+
+    /// `server-everything` in Streamable HTTP mode on `port` (to bring one
+    /// back where it was).
+    pub fn everything_at(port: u16) -> PeerServer {
         let mut cmd = Command::new("node");
         cmd.arg(everything_index())
             .arg("streamableHttp")

@@ -15,10 +15,17 @@ use crate::progress::Progress;
 use crate::{Failure, suggest};
 
 /// Prints `tools` (those of `servers` when some are named).
+///
+/// A server named that shows no tool gets a line on stderr saying why:
+/// `unready` tells whether it is not ready (then the exit is 1), `refused`
+/// what it listed that has no route (also 1: its tools exist but cannot be
+/// called); a ready server that lists none is only said to.
 pub(crate) fn print_tools(
     tools: &[Arc<ToolDefinition>],
     servers: &[String],
     json: bool,
+    unready: impl Fn(&str) -> Option<String>,
+    refused: impl Fn(&str) -> Vec<String>,
 ) -> ExitCode {
     let shown: Vec<Arc<ToolDefinition>> = tools
         .iter()
@@ -26,7 +33,30 @@ pub(crate) fn print_tools(
         .cloned()
         .collect();
     output::print_tools(&shown, json);
-    ExitCode::SUCCESS
+    let mut code = ExitCode::SUCCESS;
+    for server in servers {
+        if shown.iter().any(|t| t.name.server() == server) {
+            continue;
+        }
+        let name = output::clean_line(server);
+        if let Some(state) = unready(server) {
+            eprintln!(
+                "mcpvisor: server `{name}` is not ready ({state}); its tools show once it is"
+            );
+            code = ExitCode::from(1);
+            continue;
+        }
+        let lines = refused(server);
+        if lines.is_empty() {
+            eprintln!("mcpvisor: server `{name}` lists no tools");
+            continue;
+        }
+        for line in lines {
+            eprintln!("mcpvisor: server `{name}`: {line}");
+        }
+        code = ExitCode::from(1);
+    }
+    code
 }
 
 /// The tool `name` among `tools`; else a usage error naming the closest names.

@@ -274,7 +274,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         return match command {
             Command::Tools { servers } => {
                 let tools = attached::all_tools(&mut client).await?;
-                Ok(live::print_tools(&tools, &servers, cli.json))
+                let live = attached::live_servers(&mut client).await?;
+                let of = |name: &str| live.iter().find(|s| s["name"].as_str() == Some(name));
+                Ok(live::print_tools(
+                    &tools,
+                    &servers,
+                    cli.json,
+                    |name| {
+                        of(name)
+                            .filter(|s| s["state"] != "ready")
+                            .map(|s| s["detail"].as_str().unwrap_or("?").to_string())
+                    },
+                    |name| of(name).map(attached::live_problems).unwrap_or_default(),
+                ))
             }
             Command::Describe { name } => {
                 let tools = attached::all_tools(&mut client).await?;
@@ -380,7 +392,38 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     oneshot::report(&failed, cli.json);
     let some_failed = !failed.is_empty();
     let outcome = match command {
-        Command::Tools { servers } => Ok(live::print_tools(&host.tools(), &servers, cli.json)),
+        Command::Tools { servers } => {
+            let (statuses, routes) = (host.servers(), host.routes());
+            Ok(live::print_tools(
+                &host.tools(),
+                &servers,
+                cli.json,
+                |name| {
+                    statuses
+                        .iter()
+                        .find(|s| &*s.name == name && s.state != mcpvisor::ServerState::Ready)
+                        .map(|s| output::state_text(&s.state))
+                },
+                |name| {
+                    routes
+                        .refused(name)
+                        .map(|r| {
+                            r.first
+                                .iter()
+                                .take(5)
+                                .map(|f| {
+                                    format!(
+                                        "tool `{}` has no route: {}",
+                                        output::clean_line(&f.tool),
+                                        output::clean_line(&f.reason)
+                                    )
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                },
+            ))
+        }
         Command::Describe { name } => live::find(&host.tools(), &name, &invocation)
             .and_then(|tool| describe::describe(tool, cli.json)),
         Command::Call {
