@@ -741,6 +741,32 @@ fn an_attached_call_keeps_its_timeout() {
     assert!(serve.stop(Signal::SIGTERM).success());
 }
 
+/// An attached call killed outright (no Ctrl-C, no cancel sent) is cancelled
+/// at the server as soon as its connection is gone, not after the two seconds
+/// a client that only stopped writing gets for its answers.
+#[test]
+fn an_attached_call_killed_outright_is_cancelled_at_once() {
+    let dir = empty_dir("killed");
+    let mut serve = Serve::start(&dir, &["serve"]);
+    let before = demo_pid(&dir, &[]);
+    let mut call = mcpvisor(&dir)
+        .args(["call", "mcp__demo__sleep", "ms=60000"])
+        .spawn()
+        .expect("start the call");
+    // Time for it to attach and send the call (it sleeps a minute).
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(Pid::from_raw(call.id() as i32), Signal::SIGKILL).unwrap();
+    let _ = wait_timeout(&mut call, COMMAND_TIMEOUT);
+    // Asked at once: the record is read well inside the two seconds.
+    let seen = run_ok(&dir, &["call", "mcp__demo__cancelled"]);
+    assert!(
+        seen.contains("sleep"),
+        "the server saw no cancellation yet: {seen}"
+    );
+    assert_eq!(demo_pid(&dir, &[]), before, "the connection goes on");
+    assert!(serve.stop(Signal::SIGTERM).success());
+}
+
 /// Ctrl-C on an attached call reaches the server as `notifications/cancelled`
 /// (the demo server's own record says so), and the shared connection goes on.
 #[test]

@@ -23,10 +23,17 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs one session on `reader`/`writer` until the client closes its side or
 /// the gateway stops. Calls still in flight then have two seconds to answer
-/// (a stopping gateway answers them with a shutdown error at once); what is
-/// left is cancelled upstream.
-pub async fn serve_lines<R, W>(gateway: Arc<Gateway>, naming: Naming, mut reader: R, writer: W)
-where
+/// (a stopping gateway answers them with a shutdown error at once), unless
+/// `peer_gone` says the client can read nothing more (it exited, or was
+/// killed): then they are cancelled upstream at once, as what is left after
+/// the two seconds is.
+pub async fn serve_lines<R, W>(
+    gateway: Arc<Gateway>,
+    naming: Naming,
+    mut reader: R,
+    writer: W,
+    peer_gone: impl FnOnce(&R) -> bool,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -62,13 +69,28 @@ where
     // accord; a client that closed its side after its last request (a piped
     // script) gets the answers that come soon. The rest are cancelled.
     let deadline = tokio::time::Instant::now() + DRAIN;
-    while session.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+    let gone = session.in_flight() > 0 && peer_gone(&reader);
+    while !gone && session.in_flight() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     session.close();
     drop(session);
     drop(tx);
     let _ = writer.await;
+}
+
+/// Whether `fd`, the client's end of a socket or the pipe answers are written
+/// to, can carry nothing more to it: a socket whose peer closed both ways (a
+/// peer that only stopped writing can still read), a pipe with no reader.
+pub fn hung_up(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)),
+        Err(_) => false,
+    }
 }
 
 async fn receive(session: &Arc<Session>, frame: &[u8], tx: &Outbound) {
@@ -144,4 +166,30 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Message>, mut
         }
     }
     let _ = writer.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    use super::hung_up;
+
+    #[test]
+    fn a_peer_that_closed_both_ways_has_hung_up_one_that_stopped_writing_has_not() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        assert!(!hung_up(ours.as_fd()));
+        theirs.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(!hung_up(ours.as_fd()), "it can still read its answers");
+        drop(theirs);
+        assert!(hung_up(ours.as_fd()));
+    }
+
+    #[test]
+    fn a_pipe_without_a_reader_has_hung_up() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        assert!(!hung_up(writer.as_fd()));
+        drop(reader);
+        assert!(hung_up(writer.as_fd()));
+    }
 }

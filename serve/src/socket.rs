@@ -267,7 +267,10 @@ impl SocketListener {
             let counted = Counted(open.clone());
             tokio::spawn(async move {
                 let (reader, writer) = stream.into_split();
-                serve_lines(gateway, Naming::Qualified, reader, writer).await;
+                serve_lines(gateway, Naming::Qualified, reader, writer, |r| {
+                    crate::lines::hung_up(std::os::fd::AsFd::as_fd(r.as_ref()))
+                })
+                .await;
                 drop(counted);
             });
         }

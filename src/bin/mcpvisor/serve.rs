@@ -232,6 +232,8 @@ pub(crate) async fn serve(
             naming,
             tokio::io::stdin(),
             tokio::io::stdout(),
+            // A host that died leaves no reader on the answers' pipe.
+            |_| mcpvisor_serve::lines::hung_up(std::os::fd::AsFd::as_fd(&std::io::stdout())),
         );
         let mut session = std::pin::pin!(session);
         tokio::select! {
