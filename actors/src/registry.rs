@@ -467,6 +467,7 @@ impl RegistryState {
     fn refusals(
         &self,
         conflicts: &BTreeSet<QualifiedMcpToolName>,
+        claimed_by_nodes: &BTreeSet<QualifiedMcpToolName>,
     ) -> HashMap<Arc<str>, Arc<Refusals>> {
         let mut all: HashMap<Arc<str>, Arc<Refusals>> = HashMap::new();
         for server in self.servers.values() {
@@ -478,8 +479,12 @@ impl RegistryState {
             let Some(server) = self.servers.values().find(|s| *s.name == *name.server()) else {
                 continue;
             };
-            Arc::make_mut(all.entry(server.name.clone()).or_default())
-                .push(name.tool(), "another route has the same qualified name");
+            let reason = if claimed_by_nodes.contains(name) {
+                "another node of the cluster supervises a server of the same name"
+            } else {
+                "another route has the same qualified name"
+            };
+            Arc::make_mut(all.entry(server.name.clone()).or_default()).push(name.tool(), reason);
         }
         all
     }
@@ -541,8 +546,10 @@ impl RegistryState {
             }
             conflicts.insert(qualified);
         }
+        let mut claimed_by_nodes = BTreeSet::new();
         for (route, nodes) in withheld {
             let qualified = &route.definition.name;
+            claimed_by_nodes.insert(qualified.clone());
             if !self.conflicts.contains(qualified) && !conflicts.contains(qualified) {
                 tracing::warn!(name = %qualified, ?nodes, "route conflict: server claimed by more than one node; not advertised");
                 self.args.bus.emit(HostEvent::RouteConflict {
@@ -553,7 +560,7 @@ impl RegistryState {
             }
             conflicts.insert(qualified.clone());
         }
-        let refused = self.refusals(&conflicts);
+        let refused = self.refusals(&conflicts, &claimed_by_nodes);
         self.conflicts = conflicts;
         runs.sort_by(|a, b| server_order(&a[0].1.server, &b[0].1.server));
         let runs = runs.into_iter().cloned().collect();

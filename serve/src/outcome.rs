@@ -72,6 +72,24 @@ pub(crate) fn unrouted(host: &Host, advertised: &str, routed: Option<&str>) -> O
     }))
 }
 
+/// A call to a tool its server listed that has no route: why, as the
+/// cluster sees it when another node claims the server's name, else as the
+/// route table keeps it (an unknown tool to the client, which never saw it
+/// listed).
+pub(crate) fn refused(host: &Host, error: &CallError, routed: Option<&str>) -> Outcome {
+    let server = routed
+        .and_then(|r| QualifiedMcpToolName::parse(r).ok())
+        .map(|n| n.server().to_string());
+    if let Some(outcome) = server.as_deref().and_then(|s| elsewhere(host, s)) {
+        return outcome;
+    }
+    Err(ErrorObject {
+        code: error_codes::INVALID_PARAMS,
+        message: error.to_string(),
+        data: None,
+    })
+}
+
 /// For a server another node of the cluster supervises: why it has no route
 /// (down there, or its name claimed by more than one node). `None` when no
 /// other node has a server of that name.

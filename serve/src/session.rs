@@ -571,11 +571,7 @@ impl Session {
                 Err(CallError::UnknownTool(_) | CallError::ServerUnavailable { .. }) => {
                     outcome::unrouted(host, name, Some(route))
                 }
-                Err(e @ CallError::RouteRefused { .. }) => Err(ErrorObject {
-                    code: error_codes::INVALID_PARAMS,
-                    message: e.to_string(),
-                    data: None,
-                }),
+                Err(e @ CallError::RouteRefused { .. }) => outcome::refused(host, &e, Some(route)),
                 Err(CallError::Rpc { server, error })
                     if error.code == url_elicitation::URL_ELICITATION_REQUIRED =>
                 {
