@@ -290,9 +290,11 @@ impl ServerEntry {
                 .into_iter()
                 .map(|(k, v)| v.map(|v| (k, SecretString::new(v))))
                 .collect::<Option<Vec<_>>>()?,
+            // A server runs where its file is, as the host that reads the same
+            // file runs it, not wherever the command was typed.
             cwd: match cwd {
                 Some(c) => Some(base_dir.join(c?)),
-                None => None,
+                None => Some(base_dir.to_path_buf()),
             },
         };
         Some(ServerSpec::stdio(self.name.clone(), spec))

@@ -67,12 +67,19 @@ impl McpConfig {
         })
     }
 
-    /// The directory relative `cwd`s resolve against.
+    /// The project's directory: where stdio servers run unless `cwd` says
+    /// otherwise, and what a relative `cwd` resolves against. The file's own
+    /// directory, or for `.cursor/mcp.json` and `.vscode/mcp.json` the one
+    /// that holds `.cursor` or `.vscode`, as those editors take it.
     pub fn base_dir(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default()
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        let editor = dir
+            .file_name()
+            .is_some_and(|n| n == ".cursor" || n == ".vscode");
+        match dir.parent() {
+            Some(project) if editor => project.to_path_buf(),
+            _ => dir.to_path_buf(),
+        }
     }
 }
 

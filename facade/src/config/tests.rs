@@ -236,3 +236,28 @@ fn a_file_without_servers_or_with_both_keys_is_refused() {
     assert!(matches!(err, ConfigError::BothServerKeys { .. }), "{err}");
     assert!(McpConfig::parse(r#"{"mcpServers": {}}"#, Path::new("p")).is_ok());
 }
+
+#[test]
+fn a_stdio_server_runs_in_its_projects_directory_unless_cwd_says_otherwise() {
+    let text = r#"{"mcpServers": {
+        "here": {"command": "srv"},
+        "there": {"command": "srv", "cwd": "sub"}
+    }}"#;
+    let cwd_of = |path: &str, name: &str| {
+        let cfg = McpConfig::parse(text, Path::new(path)).unwrap();
+        let spec = cfg.servers[name].resolve(&env, &cfg.base_dir()).unwrap();
+        let TransportSpec::Stdio(s) = spec.transport else {
+            panic!()
+        };
+        s.cwd
+    };
+    let proj = std::path::PathBuf::from("/proj");
+    assert_eq!(cwd_of("/proj/.mcp.json", "here"), Some(proj.clone()));
+    assert_eq!(cwd_of("/proj/.mcp.json", "there"), Some(proj.join("sub")));
+    // An editor's file speaks for the directory that holds the editor's folder.
+    assert_eq!(cwd_of("/proj/.cursor/mcp.json", "here"), Some(proj.clone()));
+    assert_eq!(
+        cwd_of("/proj/.vscode/mcp.json", "there"),
+        Some(proj.join("sub"))
+    );
+}

@@ -171,6 +171,27 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
         None => None,
     };
+    let runs_servers = matches!(
+        cli.command,
+        Command::Tools { .. }
+            | Command::Describe { .. }
+            | Command::Call { .. }
+            | Command::Resources { .. }
+            | Command::Read { .. }
+            | Command::Prompts { .. }
+            | Command::Prompt { .. }
+            | Command::Watch
+            | Command::Serve(_)
+            | Command::Chaos(_)
+            | Command::Servers { .. }
+    );
+    if project.is_none() && runs_servers {
+        // Said every time: a file in the wrong place would otherwise look like
+        // a project with one server.
+        eprintln!(
+            "mcpvisor: no .mcp.json, .cursor/mcp.json or .vscode/mcp.json here or above; using the built-in demo server (--config PATH for a file elsewhere)"
+        );
+    }
     match cli.command {
         Command::Remove { name } => {
             return edit::remove(project.as_ref(), &name, cli.config.as_deref());
