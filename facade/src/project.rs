@@ -12,6 +12,7 @@ use crate::approval::{ApprovalError, ApprovalStore};
 use crate::config::{ConfigError, EntryProblem, McpConfig, ServerEntry, TransportKind};
 
 mod enable;
+mod itself;
 
 pub use enable::{EnableOptions, Enabled};
 
@@ -162,8 +163,16 @@ impl Project {
         mut spec: ServerSpec,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ServerSpec, Vec<EntryProblem>> {
-        if let TransportSpec::Http(http) = &mut spec.transport {
-            http.oauth = self.oauth_of(entry, lookup)?.map(Arc::new);
+        match &mut spec.transport {
+            TransportSpec::Http(http) => {
+                http.oauth = self.oauth_of(entry, lookup)?.map(Arc::new);
+            }
+            TransportSpec::Stdio(stdio) if itself::serves(stdio, &self.config.path) => {
+                return Err(vec![EntryProblem::SupervisesItself {
+                    server: entry.name.clone(),
+                }]);
+            }
+            _ => {}
         }
         Ok(spec)
     }

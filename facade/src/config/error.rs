@@ -152,6 +152,15 @@ pub enum EntryProblem {
         /// Why.
         reason: String,
     },
+    /// A stdio entry that runs `mcpvisor serve` for this same file: mcpvisor
+    /// would supervise itself, each copy starting the next.
+    #[error(
+        "server `{server}`: it runs `mcpvisor serve` for this same file, so mcpvisor would supervise itself; a host that reads this file should run `mcpvisor serve` itself, or the entry should name another file with `--config`"
+    )]
+    SupervisesItself {
+        /// The entry.
+        server: String,
+    },
     /// A transport type this version does not run.
     #[error("server `{server}`: transport type `{kind}` is not supported{}", unsupported_hint(.kind))]
     UnsupportedTransport {
