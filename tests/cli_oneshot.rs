@@ -334,18 +334,25 @@ fn output_is_plain_off_a_terminal_and_demo_server_help_hides_the_faults() {
         assert!(!all.contains(&0x1b), "no escape sequences: {}", text(&all));
     }
     // Off a terminal progress is a plain line each; with --json, JSON lines.
+    // First, the notice that the built-in demo server runs (no file here).
     let out = run(mcpvisor(&dir).args(["call", "mcp__demo__progress", "steps=2"]));
     assert_eq!(
         text(&out.stderr),
-        "progress 1/2 step 1\nprogress 2/2 step 2\n"
+        "mcpvisor: no .mcp.json, .cursor/mcp.json or .vscode/mcp.json here or above; using the built-in demo server (--config PATH for a file elsewhere)\nprogress 1/2 step 1\nprogress 2/2 step 2\n"
     );
     let out = run(mcpvisor(&dir).args(["--json", "call", "mcp__demo__progress", "steps=2"]));
     let lines: Vec<Value> = text(&out.stderr)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    assert!(
+        lines[0]["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("built-in demo")),
+        "{lines:?}"
+    );
     assert_eq!(
-        lines[1],
+        lines[2],
         json!({"progress": 2.0, "total": 2.0, "message": "step 2"})
     );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -82,7 +82,7 @@ mod tests {
         assert!(serves(
             &spec(
                 "mcpvisor",
-                &["--config", ".mcp.json", "serve"],
+                &["--config", "../.mcp.json", "serve"],
                 &root.join("other")
             ),
             &file
