@@ -144,6 +144,41 @@ impl ApprovalStore {
         self.write(&file)
     }
 
+    /// Withdraws every decision of the project keyed `key` for a server not
+    /// in `names` (an entry removed from the file by hand): a new entry that
+    /// takes the name later is not approved by the old decision. Returns the
+    /// names withdrawn; writes only when there are some.
+    pub fn retain(&self, key: &str, names: &[&str]) -> Result<Vec<String>, ApprovalError> {
+        let stale = |file: &ApprovalsFile| -> Vec<String> {
+            file.projects
+                .get(key)
+                .map(|p| {
+                    p.keys()
+                        .filter(|k| !names.contains(&k.as_str()))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        if !self.path().exists() || stale(&self.read()?).is_empty() {
+            return Ok(Vec::new());
+        }
+        let _lock = self.lock()?;
+        let mut file = self.read()?;
+        let gone = stale(&file);
+        if gone.is_empty() {
+            return Ok(gone);
+        }
+        if let Some(project) = file.projects.get_mut(key) {
+            project.retain(|k, _| names.contains(&k.as_str()));
+            if project.is_empty() {
+                file.projects.remove(key);
+            }
+        }
+        self.write(&file)?;
+        Ok(gone)
+    }
+
     fn create_dir(&self) -> Result<(), ApprovalError> {
         Ok(private_file::create_dir(&self.dir)?)
     }
@@ -216,6 +251,27 @@ mod tests {
             std::env::temp_dir().join(format!("mcpvisor-approvals-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn decisions_for_entries_gone_from_the_file_are_withdrawn() {
+        let home = temp_home("retain");
+        let store = ApprovalStore::new(&home);
+        store.set("p", "kept", true).unwrap();
+        store.set("p", "gone", true).unwrap();
+        store.set("other", "gone", true).unwrap();
+        assert_eq!(
+            store.retain("p", &["kept"]).unwrap(),
+            vec!["gone".to_string()]
+        );
+        assert!(store.is_approved("p", "kept").unwrap());
+        assert!(!store.is_approved("p", "gone").unwrap());
+        assert!(
+            store.is_approved("other", "gone").unwrap(),
+            "another project's stays"
+        );
+        assert!(store.retain("p", &["kept"]).unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&home);
     }
 
     #[test]

@@ -91,10 +91,22 @@ impl Project {
     pub fn open(config_path: &Path, home: &Path) -> Result<Project, ProjectError> {
         let config = McpConfig::load(config_path)?;
         let key = ApprovalStore::key_of(config_path)?;
+        let store = ApprovalStore::new(home);
+        // An entry removed by hand takes its approval with it.
+        let names: Vec<&str> = config.servers.keys().map(String::as_str).collect();
+        match store.retain(&key, &names) {
+            Ok(gone) => {
+                for gone in gone {
+                    tracing::info!(server = %gone, "approval withdrawn: the entry is gone from the file");
+                }
+            }
+            // Reading approvals reports the same trouble where it matters.
+            Err(e) => tracing::warn!("stale approvals not withdrawn: {e}"),
+        }
         Ok(Project {
             config,
             key,
-            store: ApprovalStore::new(home),
+            store,
             home: home.to_path_buf(),
         })
     }
