@@ -219,6 +219,25 @@ pub(crate) async fn watch(
         .request(extension::WATCH, json!({}), |_| {})
         .await
         .map_err(failed)?;
+    // Where things stand first: a quiet supervisor would print nothing for
+    // hours. Read after subscribing, so no change falls between the two.
+    for s in live_servers(client).await? {
+        if json {
+            let mut state = s.clone();
+            state["event"] = json!("server_status");
+            println!("{state}");
+        } else {
+            anstream::println!(
+                "{}",
+                output::stamped(&format!(
+                    "{}: {}",
+                    output::clean_line(s["name"].as_str().unwrap_or("?")),
+                    live_line(&s).trim_start_matches("running: ")
+                ))
+            );
+        }
+    }
+    let mut repeats = output::Repeats::default();
     loop {
         let next = tokio::select! {
             n = client.next_notification() => n.map_err(failed)?,
@@ -237,10 +256,12 @@ pub(crate) async fn watch(
         if json {
             println!("{}", params["event"]);
         } else {
-            anstream::println!(
-                "{}",
-                output::stamped(&output::clean_line(params["text"].as_str().unwrap_or("")))
+            let line = repeats.collapse(
+                params["event"]["server"].as_str().unwrap_or(""),
+                &output::clean_line(params["event"]["reason"].as_str().unwrap_or("")),
+                &output::clean_line(params["text"].as_str().unwrap_or("")),
             );
+            anstream::println!("{}", output::stamped(&line));
         }
     }
 }

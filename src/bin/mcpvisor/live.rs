@@ -68,6 +68,29 @@ pub(crate) fn find<'a>(
     if let Some(tool) = tools.iter().find(|t| t.name.as_str() == name) {
         return Ok(tool);
     }
+    // `server__tool` (the short form) or a bare tool name: the one tool it
+    // can mean, if there is exactly one, is what to suggest.
+    if !name.starts_with("mcp__") {
+        let meant: Vec<&str> = tools
+            .iter()
+            .filter(|t| {
+                t.name.tool() == name
+                    || name
+                        .split_once("__")
+                        .is_some_and(|(s, tool)| t.name.server() == s && t.name.tool() == tool)
+            })
+            .map(|t| t.name.as_str())
+            .collect();
+        if let [one] = meant.as_slice() {
+            return Err(Failure(
+                format!(
+                    "no tool `{}`; did you mean `{one}`? (tools are named mcp__<server>__<tool>)",
+                    output::clean_line(name)
+                ),
+                2,
+            ));
+        }
+    }
     let server = QualifiedMcpToolName::parse(name)
         .map(|q| q.server().to_string())
         .unwrap_or_default();
@@ -169,11 +192,20 @@ pub(crate) async fn call(
 
 pub(crate) async fn watch(host: &Host, json: bool, stop: &mut StopSignals) -> ExitCode {
     let mut events = std::pin::pin!(host.events());
+    let mut repeats = output::Repeats::default();
     loop {
         tokio::select! {
             event = events.next() => match event {
                 Some(e) if json => println!("{}", output::event_json(&e)),
-                Some(e) => anstream::println!("{}", output::event_line(&e)),
+                Some(e) => {
+                    let shown = output::event_json(&e);
+                    let line = repeats.collapse(
+                        shown["server"].as_str().unwrap_or(""),
+                        &output::clean_line(shown["reason"].as_str().unwrap_or("")),
+                        &output::event_line(&e),
+                    );
+                    anstream::println!("{line}");
+                }
                 None => return ExitCode::SUCCESS,
             },
             // Ctrl-C is how a watch ends; another signal is reported.

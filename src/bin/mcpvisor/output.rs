@@ -208,6 +208,27 @@ pub(crate) fn event_line(e: &HostEvent) -> String {
     stamped(&clean_line(&e.to_string()))
 }
 
+/// Why each server last went down, so a reason that comes again (a launcher
+/// failing the same way on every restart) is said once, not on every line.
+/// Bounded by the number of servers.
+#[derive(Default)]
+pub(crate) struct Repeats(std::collections::HashMap<String, String>);
+
+impl Repeats {
+    /// `text` (an event's line), with `reason` replaced by a short mention
+    /// when it is `server`'s last reason again.
+    pub(crate) fn collapse(&mut self, server: &str, reason: &str, text: &str) -> String {
+        if reason.is_empty() {
+            return text.to_string();
+        }
+        if self.0.get(server).is_some_and(|last| last == reason) {
+            return text.replace(reason, "the same reason as before");
+        }
+        self.0.insert(server.to_string(), reason.to_string());
+        text.to_string()
+    }
+}
+
 /// `line` after the local time now (print with `anstream`, which drops the
 /// dimming where colour is off).
 pub(crate) fn stamped(line: &str) -> String {
@@ -219,6 +240,25 @@ pub(crate) fn stamped(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reason_said_again_is_mentioned_not_repeated() {
+        let mut repeats = Repeats::default();
+        let long = "failed to start `npx`: ".to_string() + &"x".repeat(600);
+        let line = |n: u32| format!("git: restarting (attempt {n}): {long}");
+        assert_eq!(repeats.collapse("git", &long, &line(1)), line(1));
+        let again = repeats.collapse("git", &long, &line(2));
+        assert_eq!(
+            again,
+            "git: restarting (attempt 2): the same reason as before"
+        );
+        // Another server's reason, or a new one, is said in full.
+        assert_eq!(repeats.collapse("web", &long, &line(1)), line(1));
+        assert_eq!(
+            repeats.collapse("git", "exit code 1", "git: exit code 1"),
+            "git: exit code 1"
+        );
+    }
 
     #[test]
     fn control_characters_are_escaped_but_newlines_and_tabs_kept() {
