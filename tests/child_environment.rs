@@ -116,7 +116,11 @@ fn each_server_gets_only_the_allowlist_its_passthrough_and_its_own_variables() {
         !shown.contains("ghp_only") && !shown.contains("for-everyone"),
         "{shown}"
     );
-    let text = mcpvisor(&dir, &["servers"]);
+    // The names are worth a line each only when asked for (-v).
+    let plain = mcpvisor(&dir, &["servers"]);
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(!plain.contains("environment:"), "{plain}");
+    let text = mcpvisor(&dir, &["-v", "servers"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("environment:") && text.contains("GITHUB_PAT"),

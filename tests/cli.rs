@@ -81,6 +81,16 @@ fn bad_arguments_and_unknown_tools_are_clear_errors() {
         ),
         "{stderr}"
     );
+    // The short form and a bare name get the one name they can mean.
+    for (typed, said) in [
+        ("demo__echo", "did you mean `mcp__demo__echo`?"),
+        ("echo", "did you mean `mcp__demo__echo`?"),
+    ] {
+        let out = mcpvisor(&dir, &["call", typed, "text=x"]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(said), "{typed}: {stderr}");
+    }
     let out = mcpvisor(&dir, &["call", "mcp__demo__fail", "{}"]);
     assert_eq!(out.status.code(), Some(1), "a tool error exits non-zero");
 }

@@ -223,7 +223,7 @@ fn add_and_remove_touch_one_entry_and_keep_the_rest_byte_for_byte() {
         "the approval is withdrawn"
     );
     let out = s.run(&["remove", "alpha"]);
-    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.code(), Some(2));
     assert!(
         out.stderr().contains("no server named `alpha`"),
         "{}",
@@ -236,7 +236,7 @@ fn add_refuses_an_existing_or_invalid_name_and_changes_nothing() {
     let s = Scratch::new(FILE, "refuse");
     s.write(CLAUDE_FILE);
     let out = s.run(&["add", "zeta", "--", "other"]);
-    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.code(), Some(2));
     assert!(
         out.stderr().contains("`zeta` already exists")
             && out.stderr().contains("run `mcpvisor remove zeta` first"),
@@ -406,8 +406,9 @@ fn add_and_get_never_show_a_secret_and_write_it_only_to_the_file() {
     assert_eq!(gh["args"], json!(["-y", "server-github"]));
     assert_eq!(gh["state"], "not approved");
     assert_eq!(gh["config"], s.config().display().to_string());
+    // A name that is not there is a usage error, as for every command.
     let out = s.run(&["get", "nope"]);
-    assert_eq!(out.code(), Some(1));
+    assert_eq!(out.code(), Some(2));
     assert!(
         out.stderr().contains("no server named `nope`"),
         "{}",

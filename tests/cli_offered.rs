@@ -129,6 +129,16 @@ fn check_commands(dir: &Path) {
         text(&out.stdout).trim_end(),
         "# Ask for a review of some code.\nuser: Please review this python code:\nx = 1"
     );
+    // `key=value` pairs, as `call` takes them.
+    let out = run(
+        dir,
+        &["prompt", "mcp__py__review", "code=x = 1", "language=python"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim_end(),
+        "# Ask for a review of some code.\nuser: Please review this python code:\nx = 1"
+    );
     let out = run(
         dir,
         &[

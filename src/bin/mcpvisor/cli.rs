@@ -148,13 +148,13 @@ pub(crate) enum Command {
         /// Only this server's.
         server: Option<String>,
     },
-    /// Fill in a prompt: mcpvisor prompt mcp__everything__args-prompt '{"city":"Lisbon"}'.
+    /// Fill in a prompt: mcpvisor prompt mcp__everything__args-prompt city=Lisbon.
     Prompt {
         /// The qualified name, mcp__<server>__<prompt>.
         name: String,
-        /// The arguments as a JSON object of strings.
-        #[arg(default_value = "{}")]
-        arguments: String,
+        /// The arguments: `key=value` pairs, or one JSON object of strings.
+        #[arg(value_name = "ARGUMENTS")]
+        arguments: Vec<String>,
     },
     /// Print events as they happen until Ctrl-C.
     Watch,

@@ -211,7 +211,7 @@ pub(crate) fn add(
                 path.display(),
                 suggest("remove", &args.name, config_flag)
             ),
-            1,
+            2,
         ),
         e => Failure(e.to_string(), 1),
     })?;
@@ -238,7 +238,7 @@ pub(crate) fn remove(
                 "no server named `{shown}` in {}",
                 project.config.path.display()
             ),
-            1,
+            2,
         ));
     }
     // First: an entry left behind by a failed edit is then at least not approved.
@@ -272,7 +272,7 @@ pub(crate) fn get(
             .into_iter()
             .find(|s| s.name == name),
     ) else {
-        return Err(Failure(format!("no server named `{shown}` in {file}"), 1));
+        return Err(Failure(format!("no server named `{shown}` in {file}"), 2));
     };
     if json {
         let mut out = entry_view::entry_json(entry);

@@ -188,9 +188,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     if project.is_none() && runs_servers {
         // Said every time: a file in the wrong place would otherwise look like
         // a project with one server.
-        eprintln!(
-            "mcpvisor: no .mcp.json, .cursor/mcp.json or .vscode/mcp.json here or above; using the built-in demo server (--config PATH for a file elsewhere)"
-        );
+        let notice = "no .mcp.json, .cursor/mcp.json or .vscode/mcp.json here or above; using the built-in demo server (--config PATH for a file elsewhere)";
+        if cli.json {
+            eprintln!("{}", serde_json::json!({ "notice": notice }));
+        } else {
+            eprintln!("mcpvisor: {notice}");
+        }
     }
     match cli.command {
         Command::Remove { name } => {
@@ -355,7 +358,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             Command::Reload => attached::reload(&mut client, cli.json).await,
             Command::Servers { .. } => {
                 let live = attached::live_servers(&mut client).await?;
-                offline::servers(project.as_ref(), &settings, cli.json, Some(&live))
+                offline::servers(
+                    project.as_ref(),
+                    &settings,
+                    cli.json,
+                    cli.verbose > 0,
+                    Some(&live),
+                )
             }
             _ => Ok(ExitCode::SUCCESS),
         };
@@ -365,7 +374,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match command {
         Command::Servers { .. } => {
-            return offline::servers(project.as_ref(), &settings, cli.json, None);
+            return offline::servers(project.as_ref(), &settings, cli.json, cli.verbose > 0, None);
         }
         Command::Reload => {
             return Err(Failure(
@@ -483,17 +492,24 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 fn needed_by(command: &Command) -> Result<oneshot::Needed, Failure> {
     use oneshot::Needed;
     let server_of = |name: &str, what: &str| {
-        QualifiedMcpToolName::parse(name)
-            .map(|q| Needed::Servers(vec![q.server().to_string()]))
-            .map_err(|_| {
-                Failure(
-                    format!(
-                        "`{}` is not a qualified {what} name: write mcp__<server>__<{what}>",
-                        output::clean_line(name)
-                    ),
-                    2,
-                )
-            })
+        if let Ok(q) = QualifiedMcpToolName::parse(name) {
+            return Ok(Needed::Servers(vec![q.server().to_string()]));
+        }
+        // A bare tool name is looked for among every server's tools, so the
+        // error can name the one it means.
+        if what == "tool" && !name.contains("__") && !name.is_empty() {
+            return Ok(Needed::All);
+        }
+        let hint = QualifiedMcpToolName::parse(&format!("mcp__{name}"))
+            .map(|q| format!("; did you mean `{q}`?"))
+            .unwrap_or_default();
+        Err(Failure(
+            format!(
+                "`{}` is not a qualified {what} name: write mcp__<server>__<{what}>{hint}",
+                output::clean_line(name)
+            ),
+            2,
+        ))
     };
     let some = |servers: &[String]| {
         if servers.is_empty() {

@@ -226,7 +226,37 @@ pub(crate) async fn prompts(
 
 /// A prompt's arguments from the command line: a JSON object whose values are
 /// strings (numbers and booleans are taken as their text).
-pub(crate) fn prompt_arguments(text: &str) -> Result<Map<String, Value>, Failure> {
+/// A prompt's arguments from the command line: `key=value` pairs (every
+/// prompt argument is a string), or one JSON object, as `call` takes them.
+pub(crate) fn prompt_arguments(given: &[String]) -> Result<Map<String, Value>, Failure> {
+    let text = match given {
+        [] => "{}",
+        [one] if one.trim_start().starts_with('{') => one.as_str(),
+        pairs => {
+            let mut map = Map::new();
+            for pair in pairs {
+                let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+                    return Err(Failure(
+                        format!(
+                            "prompt argument `{}` is not `key=value` (or give one JSON object)",
+                            clean_line(pair)
+                        ),
+                        2,
+                    ));
+                };
+                if map
+                    .insert(key.to_string(), Value::String(value.to_string()))
+                    .is_some()
+                {
+                    return Err(Failure(
+                        format!("prompt argument `{}` is given twice", clean_line(key)),
+                        2,
+                    ));
+                }
+            }
+            return Ok(map);
+        }
+    };
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Failure(format!("arguments are not valid JSON: {e}"), 2))?;
     let Value::Object(map) = value else {

@@ -19,11 +19,13 @@ fn need(project: Option<&Project>) -> Result<&Project, Failure> {
 }
 
 /// Lists the entries; `live` holds the statuses of a running `serve`, shown
-/// beside each entry.
+/// beside each entry; `verbose` adds the names of the variables each stdio
+/// server gets.
 pub(crate) fn servers(
     project: Option<&Project>,
     settings: &Settings,
     json: bool,
+    verbose: bool,
     live: Option<&[Value]>,
 ) -> Result<ExitCode, Failure> {
     let running = |name: &str| -> Option<&Value> {
@@ -109,7 +111,7 @@ pub(crate) fn servers(
             entry(&s.name).map(entry_view::target).unwrap_or_default()
         );
         let names = environment(&s.name);
-        if !names.is_empty() {
+        if verbose && !names.is_empty() {
             println!("    environment: {}", names.join(" "));
         }
         // A stored login (or a store that cannot be read) is worth a line; an HTTP
@@ -124,6 +126,12 @@ pub(crate) fn servers(
             println!("    {}", crate::attached::live_line(live));
             for p in crate::attached::live_problems(live) {
                 println!("    problem: {p}");
+            }
+            if live["state"] == "failed" {
+                println!(
+                    "    hint: `mcpvisor restart {}` starts it now",
+                    crate::output::clean_line(&s.name)
+                );
             }
         }
     }

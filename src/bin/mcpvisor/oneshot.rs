@@ -109,12 +109,38 @@ pub(crate) fn specs_for(
             }
         }
     } else {
-        for status in statuses.iter().filter(|s| !s.approved && !s.disabled) {
-            eprintln!(
-                "mcpvisor: `{}` is not approved, so it was not started; run `{}`",
-                clean_line(&status.name),
-                invocation.command(&["enable", &status.name])
-            );
+        let unapproved: Vec<_> = statuses
+            .iter()
+            .filter(|s| !s.approved && !s.disabled)
+            .collect();
+        if !unapproved.is_empty() && statuses.iter().all(|s| !s.enabled) {
+            // Nothing would run: one line that says how, not one per entry.
+            return Err(Failure(
+                format!(
+                    "no server of {} is approved to run ({} not approved); run `{}` to approve them all, or `{}` for one",
+                    project.config.path.display(),
+                    unapproved.len(),
+                    invocation.command(&["enable", "--all"]),
+                    invocation.command(&["enable", "<name>"])
+                ),
+                2,
+            ));
+        }
+        let passthrough = settings.env_passthrough().0;
+        for status in unapproved {
+            let enable = invocation.command(&["enable", &status.name]);
+            // `enable` is suggested only where it would succeed.
+            match project.check_runnable(&status.name, &process_env, passthrough) {
+                Ok(()) => eprintln!(
+                    "mcpvisor: `{}` is not approved, so it was not started; run `{enable}`",
+                    clean_line(&status.name),
+                ),
+                Err(e) => eprintln!(
+                    "mcpvisor: `{}` is not approved, and cannot run as written: {}; fix it, then run `{enable}`",
+                    clean_line(&status.name),
+                    clean_line(&e.to_string())
+                ),
+            }
         }
     }
     let (specs, problems) = project
