@@ -795,3 +795,52 @@ fn ctrl_c_on_an_attached_call_cancels_it_at_the_server() {
     assert_eq!(demo_pid(&dir, &[]), before, "the connection goes on");
     assert!(serve.stop(Signal::SIGTERM).success());
 }
+
+/// With a `serve` running for the file, the commands that change the file
+/// or its approvals apply the change to it, `servers --check` checks the
+/// servers as they run there, and `watch` starts from where things stand.
+#[test]
+fn edits_checks_and_watch_meet_the_running_serve() {
+    let dir = empty_dir("edits");
+    let demo = env!("CARGO_BIN_EXE_mcpvisor");
+    std::fs::write(
+        dir.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"first": {"command": demo, "args": ["demo-server"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    run_ok(&dir, &["enable", "first"]);
+    let mut serve = Serve::start(&dir, &["serve"]);
+
+    // A second copy would be started and counted apart: the running one is checked.
+    let checked = run_ok(&dir, &["servers", "--check"]);
+    assert!(
+        checked.contains("first: ok, 12 tools (running in serve)"),
+        "{checked}"
+    );
+
+    // Added and approved while serve runs: it runs there at once, no reload asked.
+    run_ok(&dir, &["add", "second", "--", demo, "demo-server"]);
+    let enabled = run_ok(&dir, &["enable", "second"]);
+    assert!(enabled.contains("started: second"), "{enabled}");
+    let tools = run_ok(&dir, &["tools", "second"]);
+    assert!(tools.contains("mcp__second__echo"), "{tools}");
+    let removed = run_ok(&dir, &["remove", "second"]);
+    assert!(removed.contains("stopped: second"), "{removed}");
+
+    // watch prints each server's state before any event comes.
+    let mut watch = mcpvisor(&dir)
+        .args(["watch"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start watch");
+    let lines = Lines::start(watch.stdout.take().unwrap());
+    let first = lines.wait_for(COMMAND_TIMEOUT, |l| l.contains("first: ready"));
+    kill_group(&mut watch);
+    assert!(
+        first.is_some(),
+        "watch said nothing of `first`: {}",
+        lines.text()
+    );
+    assert!(serve.stop(Signal::SIGTERM).success());
+}

@@ -261,4 +261,8 @@ pub(crate) enum Command {
     /// (for completion scripts; starts no server, prints nothing without a serve).
     #[command(hide = true)]
     ToolNames,
+    /// The configuration's server names, one per line (for completion
+    /// scripts; starts nothing).
+    #[command(hide = true)]
+    ServerNames,
 }

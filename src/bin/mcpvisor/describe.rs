@@ -75,17 +75,7 @@ fn parameters(schema: &Value) -> Vec<[String; 5]> {
     properties
         .iter()
         .map(|(name, p)| {
-            let kind = match &p["type"] {
-                Value::String(t) => t.clone(),
-                Value::Array(ts) => ts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("|"),
-                _ if p.get("enum").is_some() => "enum".into(),
-                _ if p.get("anyOf").is_some() || p.get("oneOf").is_some() => "any of".into(),
-                _ => "any".into(),
-            };
+            let kind = type_of(p, 0);
             let kind = match p["enum"].as_array() {
                 Some(choices) if choices.len() <= 6 => format!(
                     "{kind}: {}",
@@ -109,6 +99,36 @@ fn parameters(schema: &Value) -> Vec<[String; 5]> {
             ]
         })
         .collect()
+}
+
+/// A property's type in a few words: `array of string`, `array of object
+/// (path, depth)`, `string|null`; nested arrays down to a depth of three.
+fn type_of(p: &Value, depth: usize) -> String {
+    let kind = match &p["type"] {
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if p.get("enum").is_some() => "enum".into(),
+        _ if p.get("anyOf").is_some() || p.get("oneOf").is_some() => "any of".into(),
+        _ => "any".into(),
+    };
+    let items = &p["items"];
+    if kind.split('|').any(|t| t == "array") && items.is_object() && depth < 3 {
+        return format!("{kind} of {}", type_of(items, depth + 1));
+    }
+    if kind == "object" && depth > 0 {
+        if let Some(fields) = p["properties"].as_object().filter(|f| !f.is_empty()) {
+            let mut names: Vec<&str> = fields.keys().map(String::as_str).take(4).collect();
+            if fields.len() > 4 {
+                names.push("…");
+            }
+            return format!("object ({})", names.join(", "));
+        }
+    }
+    kind
 }
 
 fn text_of(v: &Value) -> String {
@@ -144,5 +164,39 @@ fn print_table(header: &[&str; 5], rows: &[[String; 5]]) {
     anstream::println!("{dim}{}{dim:#}", line(*header));
     for row in rows {
         println!("{}", line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::type_of;
+
+    #[test]
+    fn arrays_say_what_they_hold() {
+        assert_eq!(
+            type_of(&json!({"type": "array", "items": {"type": "string"}}), 0),
+            "array of string"
+        );
+        assert_eq!(
+            type_of(
+                &json!({"type": "array", "items": {"type": "object", "properties": {"path": {}, "depth": {}}}}),
+                0
+            ),
+            "array of object (depth, path)"
+        );
+        assert_eq!(
+            type_of(
+                &json!({"type": "array", "items": {"type": "array", "items": {"type": "number"}}}),
+                0
+            ),
+            "array of array of number"
+        );
+        assert_eq!(type_of(&json!({"type": "array"}), 0), "array");
+        assert_eq!(
+            type_of(&json!({"type": ["string", "null"]}), 0),
+            "string|null"
+        );
     }
 }

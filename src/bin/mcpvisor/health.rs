@@ -97,6 +97,52 @@ pub(crate) async fn check(
     })
 }
 
+/// `servers --check` while a `serve` runs for the configuration: its servers
+/// are the ones checked, as they run (a second copy of each would answer for
+/// itself, not for them). `live` holds the running serve's statuses.
+pub(crate) fn report_live(live: &[Value], json: bool) -> ExitCode {
+    let mut failed = false;
+    let mut all = Vec::new();
+    for s in live.iter().filter(|s| s["remote"] != true) {
+        let name = s["name"].as_str().unwrap_or("?");
+        let ready = s["state"] == "ready";
+        let refused = s["refused"]["total"].as_u64().unwrap_or(0);
+        failed |= !ready || refused > 0;
+        if json {
+            all.push(if ready {
+                json!({"name": name, "ok": refused == 0, "tools": s["tools"], "refused": refused, "live": true})
+            } else {
+                json!({"name": name, "ok": false, "error": s["detail"], "live": true})
+            });
+            continue;
+        }
+        let name = clean_line(name);
+        if ready {
+            let tools = output::count(s["tools"].as_u64().unwrap_or(0) as usize, "tool");
+            match refused {
+                0 => println!("{name}: ok, {tools} (running in serve)"),
+                n => println!(
+                    "{name}: ok, {tools}, {} without a route (running in serve; `servers` says why)",
+                    output::count(n as usize, "more tool")
+                ),
+            }
+        } else {
+            println!(
+                "{name}: failed: {} (running in serve)",
+                clean_line(s["detail"].as_str().unwrap_or("?"))
+            );
+        }
+    }
+    if json {
+        println!("{}", Value::Array(all));
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn print_outcome(o: &Outcome) {
     let name = clean_line(&o.name);
     match &o.result {

@@ -163,7 +163,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         .or_else(|| find_upward(&std::env::current_dir().ok()?));
     // Before the file is loaded: `add` creates it, or fixes one without entries.
     if let Command::Add(args) = &cli.command {
-        return edit::add(args, config_path.as_deref(), cli.config.as_deref());
+        let done = edit::add(args, config_path.as_deref(), cli.config.as_deref())?;
+        reload_running(&settings, config_path.as_deref(), cli.json).await;
+        return Ok(done);
     }
     let project = match &config_path {
         Some(path) => {
@@ -196,23 +198,47 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     match cli.command {
+        Command::ServerNames => {
+            match &project {
+                Some(project) => {
+                    for name in project.config.servers.keys() {
+                        println!("{}", output::clean_line(name));
+                    }
+                }
+                None => println!("demo"),
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Remove { name } => {
-            return edit::remove(project.as_ref(), &name, cli.config.as_deref());
+            let done = edit::remove(project.as_ref(), &name, cli.config.as_deref())?;
+            reload_running(&settings, config_path.as_deref(), cli.json).await;
+            return Ok(done);
         }
         Command::Get { name } => {
             return edit::get(project.as_ref(), &name, cli.json, cli.config.as_deref());
         }
         Command::Servers { check: true } => {
+            // The running serve's servers are the ones to check, as they run.
+            if !cli.no_attach
+                && let Ok(Some(mut client)) = attach(&settings, config_path.as_deref(), None).await
+            {
+                let live = attached::live_servers(&mut client).await?;
+                return Ok(health::report_live(&live, cli.json));
+            }
             return health::check(project.as_ref(), &settings, cli.json).await;
         }
         Command::Settings => return Ok(offline::settings(&settings, cli.json)),
         Command::Enable { names, all, force } => {
             let selection = approve::Selection { names: &names, all };
-            return approve::enable(project.as_ref(), &settings, selection, force);
+            let done = approve::enable(project.as_ref(), &settings, selection, force)?;
+            reload_running(&settings, config_path.as_deref(), cli.json).await;
+            return Ok(done);
         }
         Command::Disable { names, all } => {
             let selection = approve::Selection { names: &names, all };
-            return approve::disable(project.as_ref(), selection);
+            let done = approve::disable(project.as_ref(), selection)?;
+            reload_running(&settings, config_path.as_deref(), cli.json).await;
+            return Ok(done);
         }
         Command::Login { name, headless } => {
             return offline::login(project.as_ref(), &name, headless).await;
@@ -552,6 +578,43 @@ async fn offered_command(
 
 /// A session with the running `serve` for this configuration, if there is one;
 /// `answers` answers the servers' requests `serve` forwards to it.
+/// After a change to the file or to approvals: a `serve` running for the
+/// file takes it at once (as `mcpvisor reload` does), and says what it
+/// started, stopped and restarted; when it cannot, the user is told to reload.
+async fn reload_running(settings: &Settings, config: Option<&std::path::Path>, json: bool) {
+    // `add` may have just made the file: name it as a serve started now would.
+    let config = config
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| find_upward(&std::env::current_dir().ok()?));
+    let Ok(Some(mut client)) = attach(settings, config.as_deref(), None).await else {
+        return;
+    };
+    // With --json the command's own answer is the one JSON document on stdout.
+    let reloaded = if json {
+        client
+            .request(
+                mcpvisor_serve::session::extension::RELOAD,
+                serde_json::json!({}),
+                |_| {},
+            )
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    } else {
+        println!("the running serve reloads:");
+        attached::reload(&mut client, false)
+            .await
+            .map(drop)
+            .map_err(|f| f.0)
+    };
+    if let Err(e) = reloaded {
+        eprintln!(
+            "mcpvisor: the running serve did not reload ({}); run `mcpvisor reload`",
+            output::clean_line(&e)
+        );
+    }
+}
+
 async fn attach(
     settings: &Settings,
     config: Option<&std::path::Path>,
