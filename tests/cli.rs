@@ -81,10 +81,11 @@ fn bad_arguments_and_unknown_tools_are_clear_errors() {
         ),
         "{stderr}"
     );
-    // The short form and a bare name get the one name they can mean.
+    // The short form gets the one name it can mean (a bare name too, from a
+    // running serve's tools: tests/serve_attach.rs).
     for (typed, said) in [
         ("demo__echo", "did you mean `mcp__demo__echo`?"),
-        ("echo", "did you mean `mcp__demo__echo`?"),
+        ("echo", "`mcpvisor tools` lists them"),
     ] {
         let out = mcpvisor(&dir, &["call", typed, "text=x"]);
         assert_eq!(out.status.code(), Some(2));

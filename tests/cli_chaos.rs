@@ -192,10 +192,20 @@ fn a_seeded_run_on_real_servers_passes_and_its_json_report_adds_up() {
     assert_eq!(report["panics"], 0);
     assert_eq!(report["violations"], json!([]));
     let invariants = report["invariants"].as_array().unwrap();
-    // Every invariant is listed, node-withdrawn too (it holds with no nodes to kill).
+    // Every invariant is listed, node-withdrawn too, as not checked: there
+    // are no nodes to kill.
     assert_eq!(invariants.len(), 11);
     assert!(
-        invariants.iter().any(|i| i["name"] == "node-withdrawn"),
+        invariants
+            .iter()
+            .any(|i| i["name"] == "node-withdrawn" && i["checked"] == false),
+        "{invariants:?}"
+    );
+    assert!(
+        invariants
+            .iter()
+            .filter(|i| i["name"] != "node-withdrawn")
+            .all(|i| i["checked"] == true),
         "{invariants:?}"
     );
     assert!(

@@ -241,7 +241,7 @@ fn mistakes_get_the_nearest_names_and_exact_commands() {
         said(&["call", "echo"]),
         (
             Some(2),
-            "mcpvisor: `echo` is not a qualified tool name: write mcp__<server>__<tool>".into()
+            "mcpvisor: `echo` is not a qualified tool name: write mcp__<server>__<tool> (`mcpvisor tools` lists them)".into()
         )
     );
     // An unapproved server: the exact command, with the --config given, quoted.

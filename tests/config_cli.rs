@@ -82,15 +82,17 @@ fn only_approved_entries_run_and_a_missing_variable_fails_its_entry_alone() {
             "later": demo(&[])
         }}),
     );
+    // Nothing approved yet: nothing can run, which is said once, with the way out.
     let out = p.run(&["tools"], &[]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).trim().is_empty(),
         "nothing approved yet: {}",
         text(&out)
     );
     assert!(
-        text(&out).contains("run `mcpvisor enable alpha`"),
+        text(&out).contains("not approved: `alpha`, `beta`, `later`")
+            && text(&out).contains("run `mcpvisor enable --all`"),
         "{}",
         text(&out)
     );

@@ -828,6 +828,15 @@ fn edits_checks_and_watch_meet_the_running_serve() {
     let removed = run_ok(&dir, &["remove", "second"]);
     assert!(removed.contains("stopped: second"), "{removed}");
 
+    // A bare tool name gets the one qualified name the running tools allow.
+    let bare = run(&dir, &["call", "echo", "text=x"]);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("did you mean `mcp__first__echo`?"),
+        "{}",
+        describe(&["call", "echo"], &bare)
+    );
+
     // watch prints each server's state before any event comes.
     let mut watch = mcpvisor(&dir)
         .args(["watch"])

@@ -350,7 +350,14 @@ impl Engine {
         // Give torn-down connections a moment to close before the last reading.
         tokio::time::sleep(Duration::from_millis(200)).await;
         self.report.resources.after_shutdown = Sample::now();
-        self.report.seal(started.elapsed());
+        let planned: Vec<&'static str> = self
+            .chaos
+            .faults
+            .iter()
+            .map(|f| f.kind().as_str())
+            .collect();
+        let clustered = !self.nodes.running.is_empty();
+        self.report.seal(started.elapsed(), &planned, clustered);
         self.report
     }
 }

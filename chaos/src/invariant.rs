@@ -66,6 +66,11 @@ impl Invariant {
         }
     }
 
+    /// Whether only a run with cluster nodes can test it.
+    pub fn needs_cluster(self) -> bool {
+        matches!(self, Invariant::NodeWithdrawn)
+    }
+
     /// What it promises, in a sentence.
     pub fn promise(self) -> &'static str {
         match self {

@@ -54,6 +54,9 @@ pub struct Report {
     pub resources: Resources,
     /// Each invariant and whether it held.
     pub invariants: Vec<InvariantCheck>,
+    /// Fault kinds the run meant to deal and never did (too short a run, or
+    /// no server they apply to at the time).
+    pub never_dealt: Vec<&'static str>,
     /// Each time one did not (the first thousand).
     pub violations: Vec<Violation>,
     /// Violations not kept in `violations`.
@@ -189,6 +192,9 @@ pub struct InvariantCheck {
     pub name: Invariant,
     /// What it promises.
     pub promise: &'static str,
+    /// False when the run could not test it (a cluster's promise in a run
+    /// without nodes): it neither held nor broke.
+    pub checked: bool,
     /// True when it was never broken.
     pub held: bool,
     /// Times it was broken.
@@ -219,6 +225,7 @@ impl Report {
                 after_shutdown: Sample::default(),
             },
             invariants: Vec::new(),
+            never_dealt: Vec::new(),
             violations: Vec::new(),
             violations_not_kept: 0,
         }
@@ -313,8 +320,19 @@ impl Report {
         self.resources.rss_kib.add(s.rss_kib);
     }
 
-    /// Computes the distributions and the invariants' table, once the run is over.
-    pub(crate) fn seal(&mut self, elapsed: Duration) {
+    /// Computes the distributions and the invariants' table, once the run is
+    /// over: `planned`, the fault kinds the run meant to deal (those never
+    /// dealt are named), and `clustered`, whether it ran nodes (the cluster's
+    /// invariants are not checked without).
+    pub(crate) fn seal(&mut self, elapsed: Duration, planned: &[&'static str], clustered: bool) {
+        let mut never: Vec<&'static str> = planned
+            .iter()
+            .copied()
+            .filter(|kind| self.faults.get(kind).is_none_or(|t| t.dealt == 0))
+            .collect();
+        never.sort_unstable();
+        never.dedup();
+        self.never_dealt = never;
         self.elapsed_ms = elapsed.as_millis() as u64;
         let mut all = Vec::new();
         for tally in self.faults.values_mut() {
@@ -333,6 +351,7 @@ impl Report {
                 InvariantCheck {
                     name,
                     promise: name.promise(),
+                    checked: clustered || !name.needs_cluster(),
                     held: n == 0,
                     violations: n,
                 }
@@ -367,7 +386,7 @@ mod tests {
         let mut report = Report::new(1, vec![line], Sample::default());
         report.dealt("kill", 0);
         report.recovered("kill", Duration::from_millis(120));
-        report.seal(Duration::from_secs(1));
+        report.seal(Duration::from_secs(1), &["kill", "stop"], false);
         assert!(report.passed(), "{report}");
         assert!(report.to_string().ends_with("result: passed"));
         report.violation(Violation {
@@ -376,7 +395,7 @@ mod tests {
             server: Some("s".into()),
             detail: "not back".into(),
         });
-        report.seal(Duration::from_secs(1));
+        report.seal(Duration::from_secs(1), &["kill", "stop"], false);
         assert!(!report.passed());
         assert_eq!(report.broken(), [Invariant::Recovered]);
         let text = report.to_string();
@@ -387,5 +406,17 @@ mod tests {
         assert_eq!(json["violations"][0]["invariant"], "recovered");
         assert_eq!(json["invariants"][5]["name"], "recovered");
         assert_eq!(json["invariants"][5]["held"], false);
+        // What the run never reached is said, not passed over.
+        assert_eq!(report.never_dealt, ["stop"]);
+        assert!(text.contains("never dealt: stop"), "{text}");
+        let node = text
+            .lines()
+            .find(|l| l.contains("node-withdrawn"))
+            .expect("the cluster's invariant is listed");
+        assert!(
+            node.contains("n/a") && node.contains("no cluster"),
+            "{node}"
+        );
+        assert_eq!(json["invariants"][10]["checked"], false);
     }
 }

@@ -66,6 +66,13 @@ impl fmt::Display for Report {
                 shown_ms(t.recovery.p99_ms),
             )?;
         }
+        if !self.never_dealt.is_empty() {
+            writeln!(
+                f,
+                "  never dealt: {} (a longer run, or servers they apply to, would reach them)",
+                self.never_dealt.join(", ")
+            )?;
+        }
         writeln!(
             f,
             "  {:<24} {} recoveries, p50 {}, p99 {}, max {}",
@@ -123,11 +130,15 @@ impl fmt::Display for Report {
         )?;
         writeln!(f, "invariants:")?;
         for check in &self.invariants {
-            let mark = if check.held { "ok    " } else { "BROKEN" };
-            let times = if check.held {
-                String::new()
-            } else {
-                format!(" ({} times)", check.violations)
+            let mark = match (check.checked, check.held) {
+                (false, _) => "n/a   ",
+                (true, true) => "ok    ",
+                (true, false) => "BROKEN",
+            };
+            let times = match (check.checked, check.held) {
+                (false, _) => " (not checked: no cluster in this run)".to_string(),
+                (true, true) => String::new(),
+                (true, false) => format!(" ({} times)", check.violations),
             };
             writeln!(
                 f,

@@ -293,7 +293,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         _ => Default::default(),
     };
     let injection = inject::Injection::of(&command)?;
-    let needed = needed_by(&command)?;
+    let needed = match needed_by(&command) {
+        Ok(needed) => needed,
+        Err(e) => return Err(bare_name(e, &command, &settings, config_path.as_deref()).await),
+    };
     if let Command::ToolNames = command {
         // Completion must be quick and quiet: a running serve, or nothing.
         if let Ok(Some(mut client)) = attach(&settings, config_path.as_deref(), None).await {
@@ -521,11 +524,6 @@ fn needed_by(command: &Command) -> Result<oneshot::Needed, Failure> {
         if let Ok(q) = QualifiedMcpToolName::parse(name) {
             return Ok(Needed::Servers(vec![q.server().to_string()]));
         }
-        // A bare tool name is looked for among every server's tools, so the
-        // error can name the one it means.
-        if what == "tool" && !name.contains("__") && !name.is_empty() {
-            return Ok(Needed::All);
-        }
         let hint = QualifiedMcpToolName::parse(&format!("mcp__{name}"))
             .map(|q| format!("; did you mean `{q}`?"))
             .unwrap_or_default();
@@ -578,6 +576,48 @@ async fn offered_command(
 
 /// A session with the running `serve` for this configuration, if there is one;
 /// `answers` answers the servers' requests `serve` forwards to it.
+/// A tool named without its server (`echo`): the running serve's tools say
+/// which one it means when only one can be meant. Without a serve no server
+/// is started to find out; the error stands.
+async fn bare_name(
+    error: Failure,
+    command: &Command,
+    settings: &Settings,
+    config: Option<&std::path::Path>,
+) -> Failure {
+    let (Command::Call { name, .. } | Command::Describe { name }) = command else {
+        return error;
+    };
+    if name.contains("__") {
+        return error;
+    }
+    let Ok(Some(mut client)) = attach(settings, config, None).await else {
+        return Failure(
+            format!("{} (`mcpvisor tools` lists them)", error.0),
+            error.1,
+        );
+    };
+    let tools = attached::all_tools(&mut client).await.unwrap_or_default();
+    let meant: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.name.tool() == name)
+        .map(|t| t.name.as_str())
+        .collect();
+    match meant.as_slice() {
+        [one] => Failure(
+            format!(
+                "no tool `{}`; did you mean `{one}`? (tools are named mcp__<server>__<tool>)",
+                output::clean_line(name)
+            ),
+            2,
+        ),
+        _ => Failure(
+            format!("{} (`mcpvisor tools` lists them)", error.0),
+            error.1,
+        ),
+    }
+}
+
 /// After a change to the file or to approvals: a `serve` running for the
 /// file takes it at once (as `mcpvisor reload` does), and says what it
 /// started, stopped and restarted; when it cannot, the user is told to reload.

@@ -115,11 +115,21 @@ pub(crate) fn specs_for(
             .collect();
         if !unapproved.is_empty() && statuses.iter().all(|s| !s.enabled) {
             // Nothing would run: one line that says how, not one per entry.
+            const NAMED: usize = 10;
+            let mut names: Vec<String> = unapproved
+                .iter()
+                .take(NAMED)
+                .map(|s| format!("`{}`", clean_line(&s.name)))
+                .collect();
+            if unapproved.len() > NAMED {
+                names.push(format!("{} more", unapproved.len() - NAMED));
+            }
             return Err(Failure(
                 format!(
-                    "no server of {} is approved to run ({} not approved); run `{}` to approve them all, or `{}` for one",
+                    "no server of {} is approved to run ({} not approved: {}); run `{}` to approve them all, or `{}` for one",
                     project.config.path.display(),
                     unapproved.len(),
+                    names.join(", "),
                     invocation.command(&["enable", "--all"]),
                     invocation.command(&["enable", "<name>"])
                 ),
