@@ -68,6 +68,11 @@ pub mod extension {
     pub const TIMEOUT_MS: &str = "mcpvisor/timeoutMs";
     /// One supervisor event: `{"text": ..., "event": {...}}`.
     pub const EVENT: &str = "notifications/mcpvisor/event";
+    /// Before `initialize`, on the local socket: this session's own options,
+    /// `{"names": "short" | "qualified", "faults": bool}`, for a second
+    /// `serve --stdio` that relays its host to the running one. `faults: true`
+    /// is refused unless the running serve allows faults.
+    pub const SESSION: &str = "mcpvisor/session";
 }
 
 /// One downstream session.
@@ -75,7 +80,9 @@ pub struct Session {
     /// This session, for what outlives a borrow of it (a call's forwarding entry).
     me: Weak<Session>,
     gateway: Arc<Gateway>,
-    naming: Naming,
+    /// How tools are named to this client ([`Naming`] as a number: a relay
+    /// may set it before `initialize`, and every call reads it).
+    naming: std::sync::atomic::AtomicU8,
     /// How the client came in, which decides what it may ask beyond MCP.
     reach: Reach,
     notices: Outbound,
@@ -120,7 +127,7 @@ impl Session {
         let session = Arc::new_cyclic(|me| Session {
             me: me.clone(),
             gateway,
-            naming,
+            naming: std::sync::atomic::AtomicU8::new(naming as u8),
             reach,
             notices,
             state: Mutex::new(State::default()),
@@ -214,7 +221,8 @@ impl Session {
                 message,
             ))
         };
-        if !opening && request.method != methods::PING && !state.greeted {
+        let preamble = request.method == extension::SESSION;
+        if !opening && request.method != methods::PING && !preamble && !state.greeted {
             return refuse("the session is not initialized: send `initialize` first".into());
         }
         // What `initialize` decides is decided here, in arrival order, so a
@@ -415,7 +423,7 @@ impl Session {
                 };
                 tools::list_page(
                     host,
-                    self.naming,
+                    self.naming(),
                     self.revision(),
                     cursor,
                     self.gateway.options().page_size,
@@ -427,7 +435,7 @@ impl Session {
                 let page_size = self.gateway.options().page_size;
                 offered::answer(
                     host,
-                    self.naming,
+                    self.naming(),
                     page_size,
                     self.revision(),
                     m,
@@ -489,11 +497,60 @@ impl Session {
                 Ok(json!({}))
             }
             extension::INJECT => inject::answer(&self.gateway, self.reach, params.as_ref()).await,
+            extension::SESSION => self.set_options(params.as_ref()),
             other => Err(error(
                 error_codes::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
             )),
         }
+    }
+
+    /// How tools are named to this client.
+    fn naming(&self) -> Naming {
+        match self.naming.load(std::sync::atomic::Ordering::Relaxed) {
+            n if n == Naming::Short as u8 => Naming::Short,
+            _ => Naming::Qualified,
+        }
+    }
+
+    /// [`extension::SESSION`]: a relayed client's own options, before it
+    /// initializes; what this gateway cannot honour is refused, not ignored.
+    fn set_options(&self, params: Option<&Value>) -> Outcome {
+        if !matches!(self.reach, Reach::Local) {
+            return Err(error(
+                error_codes::INVALID_REQUEST,
+                "session options are for the local socket",
+            ));
+        }
+        if self.state.lock().greeted {
+            return Err(error(
+                error_codes::INVALID_REQUEST,
+                "session options come before `initialize`",
+            ));
+        }
+        let naming = match params.and_then(|p| p.get("names")).and_then(Value::as_str) {
+            None | Some("qualified") => Naming::Qualified,
+            Some("short") => Naming::Short,
+            Some(_) => {
+                return Err(error(
+                    error_codes::INVALID_PARAMS,
+                    "`names` is `short` or `qualified`",
+                ));
+            }
+        };
+        let faults = params
+            .and_then(|p| p.get("faults"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if faults && !self.gateway.options().allow_faults {
+            return Err(error(
+                error_codes::INVALID_PARAMS,
+                "the running serve was started without --allow-faults; stop it, or start this one without the flag",
+            ));
+        }
+        self.naming
+            .store(naming as u8, std::sync::atomic::Ordering::Relaxed);
+        Ok(json!({}))
     }
 
     async fn call(
@@ -520,7 +577,7 @@ impl Session {
                 ));
             }
         };
-        let routed = self.naming.route(name);
+        let routed = self.naming().route(name);
         let host = self.gateway.host();
         let Some(route) = routed.as_deref() else {
             return outcome::unrouted(host, name, None);

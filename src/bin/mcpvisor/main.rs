@@ -24,6 +24,7 @@ mod offline;
 mod oneshot;
 mod output;
 mod progress;
+mod relay;
 mod serve;
 mod shell;
 mod stop;
@@ -222,7 +223,20 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             if !cli.no_attach
                 && let Ok(Some(mut client)) = attach(&settings, config_path.as_deref(), None).await
             {
-                let live = attached::live_servers(&mut client).await?;
+                // Servers still starting are waited for, as a check started here would be.
+                let deadline = tokio::time::Instant::now()
+                    + settings.supervisor_options().startup_timeout
+                    + Duration::from_secs(1);
+                let live = loop {
+                    let live = attached::live_servers(&mut client).await?;
+                    let settling = live
+                        .iter()
+                        .any(|s| s["state"] == "starting" || s["state"] == "restarting");
+                    if !settling || tokio::time::Instant::now() >= deadline {
+                        break live;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                };
                 return Ok(health::report_live(&live, cli.json));
             }
             return health::check(project.as_ref(), &settings, cli.json).await;

@@ -16,6 +16,7 @@ use mcpvisor_serve::{Gateway, GatewayOptions, Naming, Reloader};
 
 use crate::Failure;
 use crate::output;
+use crate::relay;
 use crate::stop::StopSignals;
 
 /// Options of `mcpvisor serve`.
@@ -119,13 +120,41 @@ pub(crate) async fn serve(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let listener = match SocketListener::bind(&place) {
-        Ok(listener) => listener,
-        Err(SocketError::AlreadyServing { .. }) if args.stdio && args.http.is_none() => {
-            // One supervisor per configuration: a second host shares the running one.
-            return relay_stdio(&place).await;
+    // One supervisor per configuration: a second host shares the running one,
+    // and takes its servers over when it goes.
+    let wanted = relay::Wanted {
+        short_names: args.short_names,
+        faults: args.allow_faults,
+    };
+    let mut takeover: Option<relay::Takeover> = None;
+    let deadline = tokio::time::Instant::now() + TAKEOVER_WAIT;
+    let listener = loop {
+        match SocketListener::bind(&place) {
+            Ok(listener) => break listener,
+            Err(SocketError::AlreadyServing { .. }) if args.stdio && args.http.is_none() => {
+                match relay::relay(&place, wanted, takeover.as_ref()).await? {
+                    Some(relay::Relayed::Done) => return Ok(ExitCode::SUCCESS),
+                    Some(relay::Relayed::ServeGone(kept)) => {
+                        eprintln!(
+                            "mcpvisor: the serve this session shared stopped; this one takes over its servers"
+                        );
+                        takeover = Some(kept);
+                    }
+                    // The lock is held but nothing answers: a serve on its way
+                    // out (or in); try again in a moment, for a while.
+                    None if tokio::time::Instant::now() < deadline => {}
+                    None => {
+                        return Err(Failure(
+                            "another serve holds this configuration's lock but does not answer"
+                                .into(),
+                            1,
+                        ));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(Failure(e.to_string(), 1)),
         }
-        Err(e) => return Err(Failure(e.to_string(), 1)),
     };
     let mut http_options = HttpOptions::default();
     http_options.max_sessions = args.max_sessions;
@@ -227,11 +256,13 @@ pub(crate) async fn serve(
         }
     };
     if args.stdio {
+        // After a takeover the host's session opens again here first.
+        let (stdin, stdout) = relay::stdio_after(takeover.as_ref());
         let session = serve_lines(
             gateway.clone(),
             naming,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            stdin,
+            stdout,
             // A host that died leaves no reader on the answers' pipe.
             |_| mcpvisor_serve::lines::hung_up(std::os::fd::AsFd::as_fd(&std::io::stdout())),
         );
@@ -259,6 +290,10 @@ pub(crate) async fn serve(
     Ok(code)
 }
 
+/// How long a takeover waits for a `serve` that holds the lock to answer
+/// or let go.
+const TAKEOVER_WAIT: Duration = Duration::from_secs(10);
+
 /// The bearer token of this configuration's `serve`, made beside its socket
 /// when there is none.
 fn serve_token(place: &SocketPlace) -> Result<BearerToken, Failure> {
@@ -274,31 +309,4 @@ async fn report_reload(gateway: &Gateway) {
         ),
         Err(e) => eprintln!("mcpvisor: reload failed: {}", output::clean_line(&e)),
     }
-}
-
-/// Joins stdin/stdout to the running `serve` for this configuration.
-async fn relay_stdio(place: &SocketPlace) -> Result<ExitCode, Failure> {
-    let Some(stream) = socket::connect(place)
-        .await
-        .map_err(|e| Failure(format!("cannot reach the running serve: {e}"), 1))?
-    else {
-        return Err(Failure(
-            "another serve holds this configuration's lock but does not answer".into(),
-            1,
-        ));
-    };
-    tracing::info!("sharing the running serve for this configuration");
-    let (mut reader, mut writer) = stream.into_split();
-    let (mut stdin, mut stdout) = (tokio::io::stdin(), tokio::io::stdout());
-    let down = tokio::io::copy(&mut reader, &mut stdout);
-    let mut down = std::pin::pin!(down);
-    tokio::select! {
-        _ = tokio::io::copy(&mut stdin, &mut writer) => {
-            // The host is done: the serve answers what is in flight, then closes.
-            let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
-            let _ = tokio::time::timeout(Duration::from_secs(3), &mut down).await;
-        }
-        _ = &mut down => {}
-    }
-    Ok(ExitCode::SUCCESS)
 }
