@@ -15,16 +15,25 @@ struct StdioSession {
     lines: mpsc::Receiver<Value>,
 }
 
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("mcpvisor-serve-stdio-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 impl StdioSession {
     fn start(tag: &str, extra: &[&str]) -> StdioSession {
-        let dir =
-            std::env::temp_dir().join(format!("mcpvisor-serve-stdio-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        StdioSession::start_in(&scratch(tag), extra)
+    }
+
+    /// A session of `mcpvisor serve --stdio <extra>` in `dir` (home `dir/home`).
+    fn start_in(dir: &std::path::Path, extra: &[&str]) -> StdioSession {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
             .args(["serve", "--stdio"])
             .args(extra)
-            .current_dir(&dir)
+            .current_dir(dir)
             .env("MCPVISOR_HOME", dir.join("home"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -325,4 +334,86 @@ fn an_initialize_inside_a_batch_is_refused_whole() {
         "{lines:?}"
     );
     assert!(child.wait().unwrap().success());
+}
+
+/// The parent of `pid`, from /proc.
+fn parent_of(pid: u64) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state, then the parent's pid.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn pid_of(s: &mut StdioSession, id: i64, tool: &str) -> u64 {
+    let r = s.request(id, "tools/call", json!({"name": tool, "arguments": {}}));
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{r}"))
+}
+
+#[test]
+fn a_second_serve_keeps_its_own_options_and_takes_over_when_the_first_stops() {
+    let dir = scratch("takeover");
+    let mut first = StdioSession::start_in(&dir, &[]);
+    let names = |s: &mut StdioSession, id: i64| -> Vec<String> {
+        let listed = s.request(id, "tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(names(&mut first, 1).contains(&"mcp__demo__echo".to_string()));
+    // The second shares the first's servers, under its own names.
+    let mut second = StdioSession::start_in(&dir, &["--short-names"]);
+    let shown = names(&mut second, 1);
+    assert!(
+        shown.contains(&"demo__echo".to_string()) && !shown.iter().any(|n| n.starts_with("mcp__")),
+        "{shown:?}"
+    );
+    let served = pid_of(&mut second, 2, "demo__pid");
+    assert_eq!(
+        parent_of(served),
+        Some(first.child.id() as u64),
+        "the first runs it"
+    );
+
+    // A flag the running serve cannot honour is refused, loudly.
+    let refused = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+        .args(["serve", "--stdio", "--allow-faults"])
+        .current_dir(&dir)
+        .env("MCPVISOR_HOME", dir.join("home"))
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--allow-faults"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    // The first stops: the second takes its servers over; its host hears
+    // that the lists changed, and goes on with the same names.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    second.until(|v| v["method"] == "notifications/tools/list_changed");
+    let now = pid_of(&mut second, 3, "demo__pid");
+    assert_ne!(now, served);
+    assert_eq!(
+        parent_of(now),
+        Some(second.child.id() as u64),
+        "the second runs it now"
+    );
+    assert!(names(&mut second, 4).contains(&"demo__echo".to_string()));
+    drop(first);
 }

@@ -66,6 +66,8 @@ pub(crate) async fn relay(
     let stream = match socket::connect(place).await {
         Ok(Some(stream)) => stream,
         Ok(None) => return Ok(None),
+        // A serve on its way out: its socket may be gone before its lock.
+        Err(_) if replay.is_some() => return Ok(None),
         Err(e) => return Err(Failure(format!("cannot reach the running serve: {e}"), 1)),
     };
     tracing::info!("sharing the running serve for this configuration");

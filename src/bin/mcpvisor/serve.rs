@@ -127,7 +127,7 @@ pub(crate) async fn serve(
         faults: args.allow_faults,
     };
     let mut takeover: Option<relay::Takeover> = None;
-    let deadline = tokio::time::Instant::now() + TAKEOVER_WAIT;
+    let mut deadline = tokio::time::Instant::now() + TAKEOVER_WAIT;
     let listener = loop {
         match SocketListener::bind(&place) {
             Ok(listener) => break listener,
@@ -139,6 +139,7 @@ pub(crate) async fn serve(
                             "mcpvisor: the serve this session shared stopped; this one takes over its servers"
                         );
                         takeover = Some(kept);
+                        deadline = tokio::time::Instant::now() + TAKEOVER_WAIT;
                     }
                     // The lock is held but nothing answers: a serve on its way
                     // out (or in); try again in a moment, for a while.
