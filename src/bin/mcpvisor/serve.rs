@@ -11,7 +11,7 @@ use mcpvisor::Host;
 use mcpvisor::settings::Settings;
 use mcpvisor_serve::http::{BearerToken, HttpEndpoint, HttpOptions};
 use mcpvisor_serve::lines::serve_lines;
-use mcpvisor_serve::socket::{self, SocketError, SocketListener, SocketPlace};
+use mcpvisor_serve::socket::{SocketError, SocketListener, SocketPlace};
 use mcpvisor_serve::{Gateway, GatewayOptions, Naming, Reloader};
 
 use crate::Failure;
