@@ -48,6 +48,23 @@ fn servers_shows_each_command_or_url_with_secrets_hidden() {
     for secret in ["ENV_SECRET", "QUERY_SECRET", "HEADER_SECRET"] {
         assert!(!all.contains(secret), "{secret}: {all}");
     }
+    // Not approved, and approving alone would not do: the real fix is named.
+    s.write(
+        &json!({"mcpServers": {
+            "needs": {"command": "srv", "env": {"K": "${MCPVISOR_TEST_NEVER_SET}"}},
+            "old": {"type": "sse", "url": "https://x.example/sse"},
+        }})
+        .to_string(),
+    );
+    let text = s.run(&["servers"]).stdout();
+    assert!(
+        text.contains("cannot run as written") && text.contains("MCPVISOR_TEST_NEVER_SET"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Streamable HTTP"),
+        "the sse entry says what to use: {text}"
+    );
 }
 
 #[test]

@@ -122,6 +122,16 @@ pub(crate) fn servers(
         for p in &s.problems {
             println!("    problem: {}", crate::output::clean_line(&p.to_string()));
         }
+        // Not approved, and approving would not be enough: say what to fix.
+        if !s.approved && !s.disabled {
+            let passthrough = settings.env_passthrough().0;
+            if let Err(e) = project.check_runnable(&s.name, &process_env, passthrough) {
+                println!(
+                    "    problem: cannot run as written ({}); fix it before `enable`",
+                    crate::output::clean_line(&e.to_string())
+                );
+            }
+        }
         if let Some(live) = running(&s.name) {
             println!("    {}", crate::attached::live_line(live));
             for p in crate::attached::live_problems(live) {

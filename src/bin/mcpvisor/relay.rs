@@ -38,6 +38,24 @@ pub(crate) struct Wanted {
     pub(crate) faults: bool,
 }
 
+/// The host's side, kept across a relay and the session that takes over:
+/// one stdin (a read in flight belongs to it; another handle would lose what
+/// it read) and the host's line not yet relayed.
+pub(crate) struct HostInput {
+    stdin: BufReader<tokio::io::Stdin>,
+    partial: Vec<u8>,
+}
+
+impl HostInput {
+    /// The process's stdin.
+    pub(crate) fn new() -> HostInput {
+        HostInput {
+            stdin: BufReader::new(tokio::io::stdin()),
+            partial: Vec::new(),
+        }
+    }
+}
+
 /// What a host said to open its session, kept to open it again elsewhere.
 #[derive(Default)]
 pub(crate) struct Takeover {
@@ -62,6 +80,7 @@ pub(crate) async fn relay(
     place: &SocketPlace,
     wanted: Wanted,
     replay: Option<&Takeover>,
+    host: &mut HostInput,
 ) -> Result<Option<Relayed>, Failure> {
     let stream = match socket::connect(place).await {
         Ok(Some(stream)) => stream,
@@ -97,12 +116,12 @@ pub(crate) async fn relay(
         kept.initialized = replay.initialized.clone();
     }
     let mut pending: HashSet<String> = HashSet::new();
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    // Each direction's line so far, outside the futures `select!` drops.
-    let (mut up, mut down) = (Vec::new(), Vec::new());
+    // The serve's line so far, outside the futures `select!` drops (the
+    // host's is kept in `host`, for a session that takes over).
+    let mut down = Vec::new();
     loop {
         tokio::select! {
-            line = line_into(&mut stdin, &mut up) => {
+            line = line_into(&mut host.stdin, &mut host.partial) => {
                 let Ok(Some(line)) = line else {
                     // The host is done: the serve answers what is in flight, then closes.
                     let _ = writer.shutdown().await;
@@ -297,14 +316,16 @@ async fn line_into<R: AsyncRead + Unpin>(
 /// replaced by the `list_changed` notices.
 pub(crate) fn stdio_after(
     takeover: Option<&Takeover>,
+    host: HostInput,
 ) -> (
-    tokio::io::Chain<Cursor<Vec<u8>>, tokio::io::Stdin>,
+    tokio::io::Chain<Cursor<Vec<u8>>, BufReader<tokio::io::Stdin>>,
     Answers<tokio::io::Stdout>,
 ) {
-    let preface = takeover.map(Takeover::preface).unwrap_or_default();
+    let mut preface = takeover.map(Takeover::preface).unwrap_or_default();
     let filtering = !preface.is_empty();
+    preface.extend_from_slice(&host.partial);
     (
-        tokio::io::AsyncReadExt::chain(Cursor::new(preface), tokio::io::stdin()),
+        tokio::io::AsyncReadExt::chain(Cursor::new(preface), host.stdin),
         Answers {
             inner: tokio::io::stdout(),
             filtering,

@@ -127,12 +127,13 @@ pub(crate) async fn serve(
         faults: args.allow_faults,
     };
     let mut takeover: Option<relay::Takeover> = None;
+    let mut host_input = relay::HostInput::new();
     let mut deadline = tokio::time::Instant::now() + TAKEOVER_WAIT;
     let listener = loop {
         match SocketListener::bind(&place) {
             Ok(listener) => break listener,
             Err(SocketError::AlreadyServing { .. }) if args.stdio && args.http.is_none() => {
-                match relay::relay(&place, wanted, takeover.as_ref()).await? {
+                match relay::relay(&place, wanted, takeover.as_ref(), &mut host_input).await? {
                     Some(relay::Relayed::Done) => return Ok(ExitCode::SUCCESS),
                     Some(relay::Relayed::ServeGone(kept)) => {
                         eprintln!(
@@ -258,7 +259,7 @@ pub(crate) async fn serve(
     };
     if args.stdio {
         // After a takeover the host's session opens again here first.
-        let (stdin, stdout) = relay::stdio_after(takeover.as_ref());
+        let (stdin, stdout) = relay::stdio_after(takeover.as_ref(), host_input);
         let session = serve_lines(
             gateway.clone(),
             naming,
