@@ -130,11 +130,14 @@ fn reload_and_sighup_apply_the_edited_file() {
     let pid_a = p.ok(&["call", "mcp__a__pid", "{}"]);
     assert!(p.ok(&["tools"]).contains("mcp__a__echo"));
 
+    // Approving the new entry applies the edited file to the running serve.
     p.write(&["a", "b"]);
-    p.ok(&["enable", "b"]);
+    let enabled = p.ok(&["enable", "b"]);
+    assert!(enabled.contains("started: b"), "{enabled}");
+    assert!(enabled.contains("unchanged: a"), "{enabled}");
     let report = p.ok(&["reload"]);
-    assert!(report.contains("started: b"), "{report}");
     assert!(report.contains("unchanged: a"), "{report}");
+    assert!(report.contains("unchanged: b"), "{report}");
     let tools = p.ok(&["tools"]);
     assert!(tools.contains("mcp__b__echo"), "{tools}");
     assert_eq!(
