@@ -311,16 +311,16 @@ async fn line_into<R: AsyncRead + Unpin>(
     }
 }
 
+/// What the session reads: the replayed opening, then the host's stdin.
+pub(crate) type SessionInput = tokio::io::Chain<Cursor<Vec<u8>>, BufReader<tokio::io::Stdin>>;
+
 /// The stdin and stdout of the session that took over: the replayed opening
 /// first, then the host's lines; the answer to the replayed `initialize`
 /// replaced by the `list_changed` notices.
 pub(crate) fn stdio_after(
     takeover: Option<&Takeover>,
     host: HostInput,
-) -> (
-    tokio::io::Chain<Cursor<Vec<u8>>, BufReader<tokio::io::Stdin>>,
-    Answers<tokio::io::Stdout>,
-) {
+) -> (SessionInput, Answers<tokio::io::Stdout>) {
     let mut preface = takeover.map(Takeover::preface).unwrap_or_default();
     let filtering = !preface.is_empty();
     preface.extend_from_slice(&host.partial);
