@@ -47,8 +47,8 @@ fn authority(text: &str) -> Option<Authority<'_>> {
             None => (text, None),
         }
     };
-    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
-    if host.is_empty() || (!host.starts_with('[') && !host.chars().all(name_char)) {
+    let name_byte = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_');
+    if host.is_empty() || (!host.starts_with('[') && !host.bytes().all(name_byte)) {
         return None;
     }
     let port = match port {

@@ -164,15 +164,16 @@ fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let word = |c: &[u8]| {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        u64::from_ne_bytes(w)
-    };
+    // Whole words are loaded as words (a copy into a buffer called memcpy
+    // twice a word); the few bytes past the last word, one at a time.
+    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+    let (words_a, words_b) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (rest_a, rest_b) = (words_a.remainder(), words_b.remainder());
     let mut same = subtle::Choice::from(1u8);
-    for (x, y) in a.chunks(8).zip(b.chunks(8)) {
+    for (x, y) in words_a.zip(words_b) {
         same &= word(x).ct_eq(&word(y));
     }
+    same &= rest_a.ct_eq(rest_b);
     same.into()
 }
 
