@@ -417,3 +417,21 @@ fn a_second_serve_keeps_its_own_options_and_takes_over_when_the_first_stops() {
     assert!(names(&mut second, 4).contains(&"demo__echo".to_string()));
     drop(first);
 }
+
+#[test]
+fn a_relayed_session_without_allow_faults_deals_no_faults() {
+    let dir = scratch("faults-off");
+    let _first = StdioSession::start_in(&dir, &["--allow-faults"]);
+    let mut second = StdioSession::start_in(&dir, &[]);
+    let refused = second.request(
+        5,
+        "mcpvisor/inject",
+        json!({"server": "demo", "fault": "kill"}),
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("without --allow-faults")),
+        "{refused}"
+    );
+}

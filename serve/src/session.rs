@@ -83,6 +83,9 @@ pub struct Session {
     /// How tools are named to this client ([`Naming`] as a number: a relay
     /// may set it before `initialize`, and every call reads it).
     naming: std::sync::atomic::AtomicU8,
+    /// This session asked for no faults (a relayed `serve --stdio` started
+    /// without `--allow-faults`): it may not inject, whatever the gateway allows.
+    faults_off: std::sync::atomic::AtomicBool,
     /// How the client came in, which decides what it may ask beyond MCP.
     reach: Reach,
     notices: Outbound,
@@ -128,6 +131,7 @@ impl Session {
             me: me.clone(),
             gateway,
             naming: std::sync::atomic::AtomicU8::new(naming as u8),
+            faults_off: std::sync::atomic::AtomicBool::new(false),
             reach,
             notices,
             state: Mutex::new(State::default()),
@@ -496,6 +500,12 @@ impl Session {
                 self.state.lock().watching = true;
                 Ok(json!({}))
             }
+            extension::INJECT if self.faults_off.load(std::sync::atomic::Ordering::Relaxed) => {
+                Err(error(
+                    error_codes::INVALID_REQUEST,
+                    "this session was started without --allow-faults: it deals no faults",
+                ))
+            }
             extension::INJECT => inject::answer(&self.gateway, self.reach, params.as_ref()).await,
             extension::SESSION => self.set_options(params.as_ref()),
             other => Err(error(
@@ -550,6 +560,8 @@ impl Session {
         }
         self.naming
             .store(naming as u8, std::sync::atomic::Ordering::Relaxed);
+        self.faults_off
+            .store(!faults, std::sync::atomic::Ordering::Relaxed);
         Ok(json!({}))
     }
 

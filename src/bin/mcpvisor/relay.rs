@@ -20,8 +20,12 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use crate::Failure;
 
-/// The longest line relayed (as `serve` reads them).
+/// The longest line relayed from the host (as `serve` reads them).
 const MAX_LINE: usize = mcpvisor_serve::lines::MAX_LINE;
+/// The longest line relayed from `serve`: an answer carries what a server
+/// returned, which may be longer than anything a host sends (as the CLI's
+/// own client allows).
+const MAX_ANSWER: usize = 64 * 1024 * 1024;
 /// Requests in flight tracked, to answer them if the running serve goes: a
 /// session has at most 64 in flight at the serve; past this they go untracked.
 const MAX_PENDING: usize = 4096;
@@ -121,7 +125,7 @@ pub(crate) async fn relay(
     let mut down = Vec::new();
     loop {
         tokio::select! {
-            line = line_into(&mut host.stdin, &mut host.partial) => {
+            line = line_into(&mut host.stdin, &mut host.partial, MAX_LINE) => {
                 let Ok(Some(line)) = line else {
                     // The host is done: the serve answers what is in flight, then closes.
                     let _ = writer.shutdown().await;
@@ -141,7 +145,7 @@ pub(crate) async fn relay(
                     return Ok(Some(gone(pending, kept, &mut stdout).await));
                 }
             }
-            line = line_into(&mut from_serve, &mut down) => {
+            line = line_into(&mut from_serve, &mut down, MAX_ANSWER) => {
                 let Ok(Some(line)) = line else {
                     return Ok(Some(gone(pending, kept, &mut stdout).await));
                 };
@@ -275,13 +279,13 @@ async fn send<W: AsyncWrite + Unpin>(writer: &mut W, message: &Value) -> Result<
     written.await.map_err(|e| Failure(format!("relay: {e}"), 1))
 }
 
-/// One line, newline included; `None` at the end. A line longer than
-/// [`MAX_LINE`] is an error (the serve would refuse it too).
+/// One line from `serve`, newline included; `None` at the end. A line longer
+/// than [`MAX_ANSWER`] is an error.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let mut line = Vec::new();
-    line_into(reader, &mut line).await
+    line_into(reader, &mut line, MAX_ANSWER).await
 }
 
 /// [`read_line`] into `line`, which keeps what was read if the future is
@@ -290,6 +294,7 @@ async fn read_line<R: AsyncRead + Unpin>(
 async fn line_into<R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
     line: &mut Vec<u8>,
+    limit: usize,
 ) -> std::io::Result<Option<Vec<u8>>> {
     loop {
         let available = reader.fill_buf().await?;
@@ -302,7 +307,7 @@ async fn line_into<R: AsyncRead + Unpin>(
         };
         line.extend_from_slice(&available[..used]);
         reader.consume(used);
-        if line.len() > MAX_LINE {
+        if line.len() > limit {
             return Err(std::io::Error::other("a line over the limit"));
         }
         if done {
@@ -392,7 +397,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Answers<W> {
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         if this.filtering {
-            if this.seen.len() + buf.len() > MAX_LINE {
+            if this.seen.len() + buf.len() > MAX_ANSWER {
                 // No answer to the replay this long: stop holding lines back.
                 this.filtering = false;
                 let held = std::mem::take(&mut this.seen);
