@@ -741,20 +741,27 @@ fn an_attached_call_keeps_its_timeout() {
     assert!(serve.stop(Signal::SIGTERM).success());
 }
 
+/// A `serve` for `dir`, its demo server's pid, and an attached call to it
+/// that sleeps a minute, sent by now.
+fn sleeping_call(dir: &Path) -> (Serve, u32, Child) {
+    let serve = Serve::start(dir, &["serve"]);
+    let before = demo_pid(dir, &[]);
+    let call = mcpvisor(dir)
+        .args(["call", "mcp__demo__sleep", "ms=60000"])
+        .spawn()
+        .expect("start the call");
+    // Time for it to attach and send the call.
+    std::thread::sleep(Duration::from_millis(1500));
+    (serve, before, call)
+}
+
 /// An attached call killed outright (no Ctrl-C, no cancel sent) is cancelled
 /// at the server as soon as its connection is gone, not after the two seconds
 /// a client that only stopped writing gets for its answers.
 #[test]
 fn an_attached_call_killed_outright_is_cancelled_at_once() {
     let dir = empty_dir("killed");
-    let mut serve = Serve::start(&dir, &["serve"]);
-    let before = demo_pid(&dir, &[]);
-    let mut call = mcpvisor(&dir)
-        .args(["call", "mcp__demo__sleep", "ms=60000"])
-        .spawn()
-        .expect("start the call");
-    // Time for it to attach and send the call (it sleeps a minute).
-    std::thread::sleep(Duration::from_millis(1500));
+    let (mut serve, before, mut call) = sleeping_call(&dir);
     kill(Pid::from_raw(call.id() as i32), Signal::SIGKILL).unwrap();
     let _ = wait_timeout(&mut call, COMMAND_TIMEOUT);
     // Asked at once: the record is read well inside the two seconds.
@@ -772,14 +779,7 @@ fn an_attached_call_killed_outright_is_cancelled_at_once() {
 #[test]
 fn ctrl_c_on_an_attached_call_cancels_it_at_the_server() {
     let dir = empty_dir("interrupt");
-    let mut serve = Serve::start(&dir, &["serve"]);
-    let before = demo_pid(&dir, &[]);
-    let mut call = mcpvisor(&dir)
-        .args(["call", "mcp__demo__sleep", "ms=60000"])
-        .spawn()
-        .expect("start the call");
-    // Time for it to attach and send the call (it sleeps a minute).
-    std::thread::sleep(Duration::from_millis(1500));
+    let (mut serve, before, mut call) = sleeping_call(&dir);
     kill(Pid::from_raw(call.id() as i32), Signal::SIGINT).unwrap();
     let Some(status) = wait_timeout(&mut call, COMMAND_TIMEOUT) else {
         kill_group(&mut call);
