@@ -31,9 +31,15 @@ pub struct HttpOptions {
     /// Most idle kept-alive connections kept per origin. A burst of requests
     /// opens as many connections as it needs; past this many, each is closed
     /// when its request ends instead of being kept with its buffers (about
-    /// 20 KiB each) for the 90 s idle timeout. 64 keeps a server's usual
-    /// 64 calls in flight on kept-alive connections.
+    /// 20 KiB each) for [`idle_timeout`](Self::idle_timeout). 64 keeps a
+    /// server's usual 64 calls in flight on kept-alive connections.
     pub idle_connections_per_origin: usize,
+    /// How long a kept-alive connection may sit idle before it is closed. The
+    /// pool looks at this pace, so an idle connection goes between one and
+    /// two of these after its last request. Below a server's own keep-alive
+    /// timeout, the client closes first, so a request is not sent on a
+    /// connection the server is closing.
+    pub idle_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -48,6 +54,7 @@ impl Default for HttpOptions {
             get_backoff_max: Duration::from_secs(30),
             stream_open_wait: Duration::from_secs(2),
             idle_connections_per_origin: 64,
+            idle_timeout: Duration::from_secs(90),
         }
     }
 }
@@ -67,7 +74,7 @@ pub(super) fn client_builder(options: &HttpOptions) -> reqwest::ClientBuilder {
         .redirect(reqwest::redirect::Policy::none())
         .referer(false)
         .connect_timeout(options.connect_timeout)
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(options.idle_timeout)
         .pool_max_idle_per_host(options.idle_connections_per_origin)
         .tcp_nodelay(true)
 }
