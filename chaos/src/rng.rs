@@ -1,16 +1,18 @@
 //! A small seeded generator (SplitMix64): the same seed deals the same faults
 //! to the same servers, so a run that broke something can be run again.
 
-/// SplitMix64 state.
+/// SplitMix64 state (the tests deal their seeded orders with it too).
 #[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
+    /// The generator `seed` starts.
+    pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,14 +21,15 @@ impl Rng {
     }
 
     /// A number in `0..n`; 0 when `n` is 0.
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         if n == 0 {
             return 0;
         }
         (self.next_u64() % n as u64) as usize
     }
 
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i + 1);
             items.swap(i, j);

@@ -15,7 +15,7 @@ use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::registry::RegistryMsg;
 
 fn python_server(name: &str) -> ServerSpec {
-    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testkit/peers");
     let python = peers.join("venv/bin/python");
     assert!(
         python.exists(),

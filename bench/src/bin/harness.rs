@@ -52,7 +52,7 @@ struct Args {
     /// Sequential calls per round (overrides the plan's).
     #[arg(long, global = true)]
     calls: Option<usize>,
-    /// Where the pinned peers are installed (default: the workspace's tests/peers).
+    /// Where the pinned peers are installed (default: the workspace's testkit/peers).
     #[arg(long, global = true)]
     peers: Option<PathBuf>,
     /// Where the npm gateways are installed (default: bench/peers, by bench/peers/install.sh).

@@ -4,7 +4,7 @@
 //! ([`RMCP_ECHO_ARG`], [`rmcp_http::RMCP_HTTP_ARG`],
 //! [`mcpvisor_demo::DEMO_SERVER_ARG`]), so one `cargo run` of the harness has
 //! everything it needs; the third-party peers
-//! come from `tests/peers` (`bash scripts/peers.sh`).
+//! come from `testkit/peers` (`bash scripts/peers.sh`).
 
 pub mod http;
 pub mod open_streams;
@@ -164,14 +164,14 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// Peers installed under `root` (normally `tests/peers`).
+    /// Peers installed under `root` (normally `testkit/peers`).
     pub fn new(root: PathBuf) -> Self {
         Peers { root }
     }
 
-    /// The workspace's `tests/peers`.
+    /// The workspace's `testkit/peers`.
     pub fn in_workspace() -> Self {
-        Peers::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers"))
+        Peers::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../testkit/peers"))
     }
 
     /// server-everything's entry script.

@@ -1,0 +1,14 @@
+//! The CLI's integration tests, one binary: the `mcpvisor` binary as a user
+//! runs it.
+
+mod chaos;
+mod child_environment;
+mod commands;
+mod config;
+mod demo_server;
+mod host_requests;
+mod login;
+mod offered;
+mod oneshot;
+mod servers;
+mod watch;
