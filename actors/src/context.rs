@@ -11,7 +11,7 @@ use ractor::ActorRef;
 
 use crate::events::EventBus;
 use crate::options::SupervisorOptions;
-use crate::registry::RegistryMsg;
+use crate::registry_msg::RegistryMsg;
 use crate::status::StatusBoard;
 
 pub(crate) struct HostContext {
@@ -27,9 +27,9 @@ pub(crate) struct HostContext {
     /// The one thread every GET stream of this host runs on, made on first use.
     pub(crate) streams: parking_lot::Mutex<Option<Arc<StreamRuntime>>>,
     /// The host's current roots (`None`: not offered), shared with the `Host`.
-    pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
+    pub(crate) roots: Arc<RwLock<Option<Arc<[mcpvisor_protocol::mcp::messages::Root]>>>>,
     /// Subscriptions and log levels to renew on every new connection.
-    pub(crate) standing: Arc<crate::standing::Standing>,
+    pub(crate) restart_replay: Arc<crate::restart_replay::RestartReplay>,
     /// Each server's injected faults, shared with the `Host`.
     pub(crate) faults: Arc<crate::fault_board::FaultBoard>,
 }

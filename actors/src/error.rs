@@ -6,9 +6,9 @@ use std::time::Duration;
 use mcpvisor_protocol::human;
 
 use mcpvisor_protocol::ErrorObject;
-use mcpvisor_protocol::listing::ListingError;
-use mcpvisor_protocol::messages::ResultError;
-use mcpvisor_protocol::session::InitializeFailure;
+use mcpvisor_protocol::mcp::messages::ResultError;
+use mcpvisor_protocol::state::listing::ListingError;
+use mcpvisor_protocol::state::session::InitializeFailure;
 use mcpvisor_transports::TransportError;
 
 /// Why a tool call did not return a result.
@@ -190,13 +190,13 @@ impl CallError {
         &self,
     ) -> Option<
         Result<
-            Vec<mcpvisor_protocol::url_elicitation::UrlElicitation>,
-            mcpvisor_protocol::url_elicitation::UrlElicitationError,
+            Vec<mcpvisor_protocol::mcp::url_elicitation::UrlElicitation>,
+            mcpvisor_protocol::mcp::url_elicitation::UrlElicitationError,
         >,
     > {
         match self {
             CallError::Rpc { error, .. } => {
-                mcpvisor_protocol::url_elicitation::UrlElicitation::required(error)
+                mcpvisor_protocol::mcp::url_elicitation::UrlElicitation::required(error)
             }
             _ => None,
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::QualifiedMcpToolName;
 use mcpvisor_protocol::human;
-use mcpvisor_protocol::messages::{LogMessageParams, ProgressParams};
+use mcpvisor_protocol::mcp::messages::{LogMessageParams, ProgressParams};
 use tokio::sync::broadcast;
 
 use crate::error::DownReason;

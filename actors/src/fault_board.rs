@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 use ractor::{ActorId, ActorRef};
 use tokio::task::JoinHandle;
 
+use crate::inbound::InboundSink;
 use crate::messages::TransportMsg;
-use crate::transport::InboundSink;
 
 /// Every server's fault state, by name.
 #[derive(Default)]

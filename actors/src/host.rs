@@ -14,24 +14,25 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 mod inject;
-mod offered;
 mod ping;
+mod resources_prompts;
 
-pub use offered::{
+pub use resources_prompts::{
     Catalog, CompletionTarget, RoutedPrompt, ServerResource, ServerTemplate, Skipped,
 };
 
 use crate::error::{CallError, StartError};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{Answer, CallLane};
+use crate::messages::ReloadReport;
 use crate::messages::SupervisorMsg;
 use crate::nodes::NodeBoard;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
 use crate::remote::{NodeServers, RemoteCalls, RemoteRequest};
+use crate::restart_replay::RestartReplay;
 use crate::routes::{Route, RouteSnapshot, RouteTable, Via};
-use crate::standing::Standing;
 use crate::status::{ServerId, ServerState, ServerStatus, StatusBoard};
-use crate::supervisor::{ReloadReport, SupervisorActor, SupervisorArgs};
+use crate::supervisor::{SupervisorActor, SupervisorArgs};
 use crate::task_call::{self, TaskFlow};
 
 /// A running supervisor and everything a host needs to use it.
@@ -52,8 +53,8 @@ pub struct Host(Arc<HostInner>);
 
 struct HostInner {
     supervisor: ActorRef<SupervisorMsg>,
-    roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
-    standing: Arc<Standing>,
+    roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::mcp::messages::Root]>>>>,
+    restart_replay: Arc<RestartReplay>,
     faults: Arc<crate::fault_board::FaultBoard>,
     routes: Arc<RouteSnapshot>,
     status: Arc<StatusBoard>,
@@ -86,12 +87,12 @@ impl Host {
         let roots = Arc::new(parking_lot::RwLock::new(
             options.roots.clone().map(Arc::from),
         ));
-        let standing = Arc::new(Standing::new(options.log_level));
+        let restart_replay = Arc::new(RestartReplay::new(options.log_level));
         let faults = Arc::new(crate::fault_board::FaultBoard::default());
         let nodes = Arc::new(NodeBoard::default());
         let args = SupervisorArgs {
             roots: roots.clone(),
-            standing: standing.clone(),
+            restart_replay: restart_replay.clone(),
             faults: faults.clone(),
             specs,
             options,
@@ -111,7 +112,7 @@ impl Host {
         Ok(Host(Arc::new(HostInner {
             supervisor,
             roots,
-            standing,
+            restart_replay,
             faults,
             routes,
             status,
@@ -345,7 +346,7 @@ impl Host {
     /// (`notifications/roots/list_changed`), which then asks for them. Only a
     /// host started with [`SupervisorOptions::roots`] set has declared roots;
     /// for any other this returns `false` and changes nothing.
-    pub fn set_roots(&self, roots: Vec<mcpvisor_protocol::messages::Root>) -> bool {
+    pub fn set_roots(&self, roots: Vec<mcpvisor_protocol::mcp::messages::Root>) -> bool {
         {
             let mut current = self.0.roots.write();
             if current.is_none() {

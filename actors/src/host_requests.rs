@@ -14,11 +14,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use mcpvisor_protocol::elicitation::Form;
-use mcpvisor_protocol::jsonrpc::ErrorObject;
-use mcpvisor_protocol::jsonrpc::error_codes;
-use mcpvisor_protocol::messages::{ClientCapabilities, methods};
-use mcpvisor_protocol::url_elicitation::UrlElicitation;
+use mcpvisor_protocol::mcp::elicitation::Form;
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
+use mcpvisor_protocol::wire::jsonrpc::error_codes;
 use serde_json::Value;
 
 /// A request a server sent the host.

@@ -19,11 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use mcpvisor_protocol::calls::{Answered, CallTable, StartRefused};
-use mcpvisor_protocol::jsonrpc::{ErrorResponse, Request, Response};
-use mcpvisor_protocol::messages::call_tool_line;
-use mcpvisor_protocol::url_elicitation::UrlElicitation;
-use mcpvisor_protocol::{CallToolResult, Message, RequestId};
+use mcpvisor_protocol::mcp::messages::call_tool_line;
+use mcpvisor_protocol::mcp::output_schema::OutputCheck;
+use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
+use mcpvisor_protocol::state::calls::{Answered, CallTable, StartRefused};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
+use mcpvisor_protocol::{CallToolResult, Message, QualifiedMcpToolName, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
 use ractor::ActorRef;
@@ -35,7 +36,13 @@ use tokio::time::Instant;
 use crate::error::CallError;
 use crate::messages::{ServerMsg, TransportMsg};
 use crate::options::ProgressCallback;
-use crate::routes::ToolOutput;
+
+/// A tool's compiled `outputSchema`, with the names its errors give.
+#[derive(Debug)]
+pub(crate) struct ToolOutput {
+    pub(crate) tool: QualifiedMcpToolName,
+    pub(crate) check: OutputCheck,
+}
 
 /// The answer to one call, as the caller waits for it.
 pub(crate) type Answer = oneshot::Receiver<Result<CallToolResult, CallError>>;

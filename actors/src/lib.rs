@@ -14,7 +14,6 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
-pub mod catalog;
 mod context;
 pub mod error;
 pub mod events;
@@ -22,16 +21,19 @@ pub mod fault;
 mod fault_board;
 mod host;
 pub mod host_requests;
+mod inbound;
 mod lane;
 mod messages;
 mod nodes;
 pub mod options;
 mod registry;
+mod registry_msg;
 pub mod remote;
 pub mod restart;
+mod restart_replay;
 pub mod routes;
 mod server;
-mod standing;
+pub mod server_lists;
 pub mod status;
 mod supervisor;
 mod task_call;
@@ -48,10 +50,10 @@ pub use host::{
     ServerTemplate, Skipped,
 };
 pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
+pub use messages::ReloadReport;
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
 pub use remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 pub use restart::RestartPolicy;
 pub use routes::{Refusals, RefusedRoute};
 pub use status::{ServerId, ServerState, ServerStatus};
-pub use supervisor::ReloadReport;
 pub use vitals::Vitals;

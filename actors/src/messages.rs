@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::RequestId;
-use mcpvisor_protocol::messages::InitializeResult;
+use mcpvisor_protocol::mcp::messages::InitializeResult;
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
 use ractor::ActorId;
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
@@ -37,8 +37,8 @@ pub(crate) enum ServerMsg {
     RootsChanged,
     /// The host answered (or failed to answer) a server's request.
     HostAnswered {
-        id: mcpvisor_protocol::jsonrpc::RequestId,
-        answer: Result<serde_json::Value, mcpvisor_protocol::jsonrpc::ErrorObject>,
+        id: mcpvisor_protocol::wire::jsonrpc::RequestId,
+        answer: Result<serde_json::Value, mcpvisor_protocol::wire::jsonrpc::ErrorObject>,
     },
 }
 
@@ -49,7 +49,7 @@ pub(crate) enum TransportMsg {
     /// The handshake settled on this revision: what follows (from
     /// `notifications/initialized` on) carries what it asks for (the HTTP
     /// version header).
-    Protocol(mcpvisor_protocol::revision::Revision),
+    Protocol(mcpvisor_protocol::mcp::revision::Revision),
     /// The handshake is complete: open what waits for it (the HTTP GET stream).
     Ready,
     /// The caller gave up on this request: stop waiting for its answer.
@@ -125,7 +125,7 @@ pub(crate) enum SupervisorMsg {
     /// A host's new set of servers: start, stop or restart the difference.
     Reload {
         specs: Vec<crate::options::ServerSpec>,
-        reply: oneshot::Sender<crate::supervisor::ReloadReport>,
+        reply: oneshot::Sender<ReloadReport>,
     },
     /// The registry stopped unexpectedly: start another.
     RestartRegistry {
@@ -142,3 +142,17 @@ impl ractor::Message for ServerMsg {}
 impl ractor::Message for TransportMsg {}
 #[cfg(feature = "cluster")]
 impl ractor::Message for SupervisorMsg {}
+
+/// What a reload did, by server name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReloadReport {
+    /// Servers that were not there before and were started.
+    pub added: Vec<Arc<str>>,
+    /// Servers that are gone and were stopped.
+    pub removed: Vec<Arc<str>>,
+    /// Servers whose definition changed and were started again.
+    pub restarted: Vec<Arc<str>>,
+    /// Servers left running as they were.
+    pub unchanged: Vec<Arc<str>>,
+}

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::messages::ProgressParams;
-use mcpvisor_protocol::revision::Versions;
+use mcpvisor_protocol::mcp::messages::ProgressParams;
+use mcpvisor_protocol::mcp::revision::Versions;
 use mcpvisor_transports::{HttpOptions, HttpSpec, StdioOptions, StdioSpec};
 
 use crate::restart::RestartPolicy;
@@ -107,7 +107,7 @@ pub struct SupervisorOptions {
     /// HTTP limits and timings.
     pub http: HttpOptions,
     /// Bounds on one `tools/list` (pages, tools, bytes, cursor length).
-    pub listing: mcpvisor_protocol::listing::ListingLimits,
+    pub listing: mcpvisor_protocol::state::listing::ListingLimits,
     /// Answers servers' sampling and elicitation requests; without one none is
     /// declared and such requests are refused (`-32601`).
     pub client_handler: Option<crate::host_requests::SharedClientHandler>,
@@ -119,11 +119,11 @@ pub struct SupervisorOptions {
     /// The host's roots. `Some` (even empty) declares the roots capability and
     /// answers `roots/list`; [`crate::Host::set_roots`] changes them later and
     /// tells every server. `None` declares nothing.
-    pub roots: Option<Vec<mcpvisor_protocol::messages::Root>>,
+    pub roots: Option<Vec<mcpvisor_protocol::mcp::messages::Root>>,
     /// The log level asked of every server that offers logging (`logging/setLevel`
     /// once it is ready; [`crate::Host::set_log_level`] changes it per server).
     /// `None`: servers send what they send by default.
-    pub log_level: Option<mcpvisor_protocol::logging::LogLevel>,
+    pub log_level: Option<mcpvisor_protocol::mcp::logging::LogLevel>,
     /// The protocol revisions offered to servers, first preferred: the first
     /// is offered, and a server's answer must be one of them. Default:
     /// 2025-03-26 alone.

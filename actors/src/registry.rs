@@ -11,52 +11,25 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpvisor_protocol::messages::Tool;
-use mcpvisor_protocol::output_schema::OutputCheck;
-use mcpvisor_protocol::tasks::requires_task;
-use mcpvisor_protocol::tool_schema::SchemaNote;
+use mcpvisor_protocol::mcp::output_schema::OutputCheck;
+use mcpvisor_protocol::mcp::tasks::requires_task;
+use mcpvisor_protocol::mcp::tool_schema::SchemaNote;
 use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use crate::catalog::ServerLink;
 use crate::events::{EventBus, HostEvent};
+use crate::lane::ToolOutput;
 use crate::messages::SupervisorMsg;
 use crate::nodes::NodeBoard;
+use crate::registry_msg::{RegistryMsg, ToolsReport};
 use crate::routes::{
-    LaneRoute, Refusals, Route, RouteRun, RouteSnapshot, RouteTable, ToolOutput, Via, server_order,
+    LaneRoute, Refusals, Route, RouteRun, RouteSnapshot, RouteTable, Via, server_order,
 };
+use crate::server_lists::ServerLink;
 use crate::status::{ServerId, StatusBoard};
 
 mod nodes;
 use nodes::RemoteRoutes;
-
-/// What a server tells the registry after a full tools/list.
-pub(crate) struct ToolsReport {
-    pub(crate) id: ServerId,
-    pub(crate) name: Arc<str>,
-    /// The connection: its lane, timeout and what else it offers.
-    pub(crate) link: Arc<ServerLink>,
-    pub(crate) tools: Vec<Tool>,
-    /// Entries of the list that were not tools at all.
-    pub(crate) rejected: Vec<String>,
-    /// The first list of this connection: the server becomes ready with it.
-    pub(crate) initial: bool,
-    pub(crate) pid: Option<u32>,
-}
-
-pub(crate) enum RegistryMsg {
-    Report(Box<ToolsReport>),
-    /// Publish the routes of every report taken since the last publication.
-    Publish,
-    /// The server's connection is gone; drop its routes.
-    Remove(ServerId),
-    /// What another node advertises changed (or a node was lost): rebuild its routes.
-    NodesChanged,
-}
-
-// Stays on its node (see the note in `messages`).
-#[cfg(feature = "cluster")]
-impl ractor::Message for RegistryMsg {}
 
 pub(crate) struct RegistryActor {
     /// Counted in [`Vitals::actors`](crate::Vitals) until the actor's task drops it.

@@ -8,13 +8,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcpvisor_protocol::output_schema::OutputCheck;
-use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
+use mcpvisor_protocol::ToolDefinition;
 use parking_lot::RwLock;
 
-use crate::catalog::ServerLink;
-use crate::lane::CallLane;
+use crate::lane::{CallLane, ToolOutput};
 use crate::remote::RemoteCalls;
+use crate::server_lists::ServerLink;
 use crate::status::ServerId;
 
 /// One advertised tool and where calls to it go.
@@ -52,13 +51,6 @@ pub(crate) struct LaneRoute {
     pub(crate) task: bool,
     /// The server answers `tasks/cancel`.
     pub(crate) task_cancels: bool,
-}
-
-/// A tool's compiled `outputSchema`, with the names its errors give.
-#[derive(Debug)]
-pub(crate) struct ToolOutput {
-    pub(crate) tool: QualifiedMcpToolName,
-    pub(crate) check: OutputCheck,
 }
 
 /// One server's routes, sorted by qualified name; built once per report and

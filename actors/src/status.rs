@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::messages::InitializeResult;
+use mcpvisor_protocol::mcp::messages::InitializeResult;
 use parking_lot::RwLock;
 
 use crate::error::DownReason;

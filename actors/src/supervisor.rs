@@ -21,15 +21,17 @@ use crate::events::{EventBus, HostEvent};
 use crate::messages::{ServerMsg, SupervisorMsg};
 use crate::nodes::NodeBoard;
 use crate::options::{ServerSpec, SupervisorOptions};
-use crate::registry::{RegistryActor, RegistryArgs, RegistryMsg};
+use crate::registry::{RegistryActor, RegistryArgs};
+use crate::registry_msg::RegistryMsg;
 use crate::restart::{RestartDecision, RestartTracker};
 use crate::routes::RouteSnapshot;
 use crate::server::{ServerActor, ServerArgs};
 use crate::status::{ServerId, ServerState, StatusBoard};
 
 pub(crate) struct SupervisorArgs {
-    pub(crate) roots: Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::messages::Root]>>>>,
-    pub(crate) standing: Arc<crate::standing::Standing>,
+    pub(crate) roots:
+        Arc<parking_lot::RwLock<Option<Arc<[mcpvisor_protocol::mcp::messages::Root]>>>>,
+    pub(crate) restart_replay: Arc<crate::restart_replay::RestartReplay>,
     pub(crate) faults: Arc<crate::fault_board::FaultBoard>,
     pub(crate) specs: Vec<(ServerId, ServerSpec)>,
     pub(crate) options: SupervisorOptions,
@@ -126,7 +128,7 @@ impl Actor for SupervisorActor {
             http_client: Default::default(),
             streams: Default::default(),
             roots: args.roots,
-            standing: args.standing,
+            restart_replay: args.restart_replay,
             faults: args.faults,
         });
         // The supervisor is the status board's one writer; every server has an
@@ -638,7 +640,6 @@ async fn stop_actor(actor: ActorRef<ServerMsg>, budget: Duration) {
 }
 
 mod reload;
-pub use reload::ReloadReport;
 
 #[cfg(test)]
 mod tests;

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_protocol::CallToolResult;
-use mcpvisor_protocol::messages::methods;
-use mcpvisor_protocol::tasks::{
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::tasks::{
     TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TaskState, TaskStatus, call_as_task_params, task_params,
 };
 use parking_lot::Mutex;

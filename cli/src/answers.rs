@@ -15,9 +15,9 @@ mod url;
 
 use std::sync::Arc;
 
-use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
-use mcpvisor::protocol::messages::{ClientCapabilities, methods};
-use mcpvisor::protocol::url_elicitation::is_url_mode;
+use mcpvisor::protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor::protocol::mcp::url_elicitation::is_url_mode;
+use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::settings::{SAMPLING_COMMAND, Settings};
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 

@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use mcpvisor::protocol::jsonrpc::error_codes;
+use mcpvisor::protocol::wire::jsonrpc::error_codes;
 use mcpvisor::{Fault, parse_duration};
 use mcpvisor_serve::client::{Client, ClientError};
 use mcpvisor_serve::inject::{FAULTS_DISABLED, FAULTS_NEED_TOKEN};

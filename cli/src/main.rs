@@ -19,12 +19,12 @@ mod health;
 mod inject;
 mod invocation;
 mod live;
-mod offered;
 mod offline;
 mod oneshot;
 mod output;
 mod progress;
 mod relay;
+mod resources_prompts;
 mod serve;
 mod shell;
 mod stop;
@@ -297,7 +297,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     };
     // Read before any server starts: a typo costs nothing.
     let prompt_arguments = match &command {
-        Command::Prompt { arguments, .. } => offered::prompt_arguments(arguments)?,
+        Command::Prompt { arguments, .. } => resources_prompts::prompt_arguments(arguments)?,
         _ => Default::default(),
     };
     let call_arguments = match &command {
@@ -391,7 +391,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
             | Command::Prompt { .. }) => {
                 offered_command(
                     command,
-                    offered::Via::Serve(&mut client),
+                    resources_prompts::Via::Serve(&mut client),
                     prompt_arguments,
                     cli.json,
                 )
@@ -518,7 +518,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         | Command::Read { .. }
         | Command::Prompts { .. }
         | Command::Prompt { .. }) => {
-            let via = offered::Via::Host(&host);
+            let via = resources_prompts::Via::Host(&host);
             offered_command(command, via, prompt_arguments, cli.json).await
         }
         _ => Ok(ExitCode::SUCCESS),
@@ -571,19 +571,25 @@ fn needed_by(command: &Command) -> Result<oneshot::Needed, Failure> {
 /// `resources`, `read`, `prompts` or `prompt`, by whichever way the servers are reached.
 async fn offered_command(
     command: Command,
-    via: offered::Via<'_>,
+    via: resources_prompts::Via<'_>,
     prompt_arguments: serde_json::Map<String, serde_json::Value>,
     json: bool,
 ) -> Result<ExitCode, Failure> {
     match command {
-        Command::Resources { server } => offered::resources(via, server.as_deref(), json).await,
+        Command::Resources { server } => {
+            resources_prompts::resources(via, server.as_deref(), json).await
+        }
         Command::Read {
             server,
             uri,
             output,
-        } => offered::read(via, &server, &uri, output.as_deref(), json).await,
-        Command::Prompts { server } => offered::prompts(via, server.as_deref(), json).await,
-        Command::Prompt { name, .. } => offered::prompt(via, &name, prompt_arguments, json).await,
+        } => resources_prompts::read(via, &server, &uri, output.as_deref(), json).await,
+        Command::Prompts { server } => {
+            resources_prompts::prompts(via, server.as_deref(), json).await
+        }
+        Command::Prompt { name, .. } => {
+            resources_prompts::prompt(via, &name, prompt_arguments, json).await
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }

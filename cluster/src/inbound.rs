@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor_actors::{CallOptions, Host};
-use mcpvisor_protocol::messages::ProgressParams;
+use mcpvisor_protocol::mcp::messages::ProgressParams;
 use ractor::ActorRef;
 use serde_json::Value;
 use tokio::task::AbortHandle;

@@ -8,7 +8,7 @@ use mcpvisor_actors::ProgressCallback;
 use mcpvisor_actors::error::CallError;
 use mcpvisor_actors::remote::{RemoteCall, RemoteCalls, RemoteRequest};
 use mcpvisor_protocol::CallToolResult;
-use mcpvisor_protocol::messages::ProgressParams;
+use mcpvisor_protocol::mcp::messages::ProgressParams;
 use parking_lot::Mutex;
 use ractor::ActorRef;
 use serde_json::Value;

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use mcpvisor_actors::error::CallError;
 use mcpvisor_actors::remote::RemoteServer;
-use mcpvisor_protocol::icons::Icon;
-use mcpvisor_protocol::messages::ProgressParams;
-use mcpvisor_protocol::tool_schema::normalise_owned_schema;
+use mcpvisor_protocol::mcp::icons::Icon;
+use mcpvisor_protocol::mcp::messages::ProgressParams;
+use mcpvisor_protocol::mcp::tool_schema::normalise_owned_schema;
 use mcpvisor_protocol::{ErrorObject, QualifiedMcpToolName, ToolDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use mcpvisor::auth::{Grant, HeadlessDriver, IdentityProvider, OAuth, OAuthConfig};
-use mcpvisor::protocol::messages::ClientCapabilities;
-use mcpvisor::protocol::revision::Versions;
+use mcpvisor::protocol::mcp::messages::ClientCapabilities;
+use mcpvisor::protocol::mcp::revision::Versions;
 use mcpvisor::transports::HttpSpec;
 use mcpvisor::{
     CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SecretString, ServerSpec,

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::protocol::jsonrpc::ErrorObject;
-use mcpvisor::protocol::messages::ClientCapabilities;
+use mcpvisor::protocol::mcp::messages::ClientCapabilities;
+use mcpvisor::protocol::wire::jsonrpc::ErrorObject;
 use mcpvisor::{
     CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler,
     SupervisorOptions,

@@ -47,10 +47,10 @@ pub use mcpvisor_actors::{
     ServerState, ServerStatus, ServerTemplate, Skipped, StartError, SupervisorOptions,
     TransportSpec, Vitals,
 };
-pub use mcpvisor_protocol::completion::Completion;
-pub use mcpvisor_protocol::logging::LogLevel;
-pub use mcpvisor_protocol::prompts::{GetPromptResult, Prompt};
-pub use mcpvisor_protocol::resources::{
+pub use mcpvisor_protocol::mcp::completion::Completion;
+pub use mcpvisor_protocol::mcp::logging::LogLevel;
+pub use mcpvisor_protocol::mcp::prompts::{GetPromptResult, Prompt};
+pub use mcpvisor_protocol::mcp::resources::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use config::{Config, Environment, File, FileFormat};
 use mcpvisor_actors::{RestartPolicy, SupervisorOptions};
-use mcpvisor_protocol::logging::LogLevel;
-use mcpvisor_protocol::revision::Versions;
+use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::revision::Versions;
 
 mod known_keys;
 

@@ -4,15 +4,15 @@
 use std::collections::VecDeque;
 use std::future::Future;
 
-use mcpvisor_protocol::frame::FrameDecoder;
+use mcpvisor_protocol::wire::frame::FrameDecoder;
 use std::sync::Arc;
 
 use mcpvisor::{HostRequest, SharedClientHandler};
-use mcpvisor_protocol::jsonrpc::{
+use mcpvisor_protocol::mcp::messages::{PROTOCOL_VERSION, methods};
+use mcpvisor_protocol::wire::jsonrpc::{
     ErrorObject, ErrorResponse, Incoming, Message, Notification, Request, RequestId, Response,
     error_codes,
 };
-use mcpvisor_protocol::messages::{PROTOCOL_VERSION, methods};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;

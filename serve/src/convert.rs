@@ -4,7 +4,7 @@
 //! content; a `resource_link` block (2025-06-18) is shown to it as text naming
 //! the link, so a strict older client does not refuse the whole result.
 
-use mcpvisor_protocol::revision::Revision;
+use mcpvisor_protocol::mcp::revision::Revision;
 use serde_json::{Value, json};
 
 /// `result` (a tool result as MCP JSON) as a session at `revision` may receive it.

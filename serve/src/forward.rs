@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use mcpvisor::protocol::jsonrpc::{ErrorObject, error_codes};
-use mcpvisor::protocol::messages::ClientCapabilities;
-use mcpvisor::protocol::url_elicitation;
+use mcpvisor::protocol::mcp::messages::ClientCapabilities;
+use mcpvisor::protocol::mcp::url_elicitation;
+use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 use parking_lot::Mutex;
 
@@ -156,7 +156,7 @@ impl ClientHandler for Forwarder {
                     .or_insert_with(|| serde_json::Value::Object(Default::default()));
                 if let Some(meta) = meta.as_object_mut() {
                     meta.insert(
-                        crate::offered::SERVER_META.into(),
+                        crate::resources_prompts::SERVER_META.into(),
                         serde_json::Value::String(request.server.to_string()),
                     );
                 }

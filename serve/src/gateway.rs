@@ -26,7 +26,7 @@ pub struct GatewayOptions {
     pub first_start: Duration,
     /// Revisions a downstream session may speak (its own when listed, else the
     /// first). Default: 2025-03-26 alone.
-    pub protocol_versions: mcpvisor_protocol::revision::Versions,
+    pub protocol_versions: mcpvisor_protocol::mcp::revision::Versions,
     /// Whether trusted sessions may deal faults to the servers with
     /// `mcpvisor/inject` (`mcpvisor serve --allow-faults`). Off by default: a
     /// gateway in daily use must not be one request away from killing its servers.

@@ -1,7 +1,7 @@
 //! `initialize` as the gateway answers it.
 
-use mcpvisor_protocol::messages::ClientCapabilities;
-use mcpvisor_protocol::revision::{Revision, Versions};
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
+use mcpvisor_protocol::mcp::revision::{Revision, Versions};
 use serde_json::{Value, json};
 
 /// Reads `initialize`: the version must be there; what the client offers is

@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 
 use futures::future::{AbortHandle, AbortRegistration, Abortable};
 use mcpvisor::{CallError, CallToolResult, PendingCall};
-use mcpvisor_protocol::jsonrpc::RequestId;
+use mcpvisor_protocol::wire::jsonrpc::RequestId;
 use parking_lot::Mutex;
 
 /// Why a request was not admitted.
@@ -31,14 +31,14 @@ pub(crate) enum Refusal {
 
 /// What became of a request, shared by its table entry and its answer.
 #[derive(Default)]
-pub(crate) struct Fate {
+pub(crate) struct RequestMarks {
     /// Stopped by a cancel (or the session's end): its call is cancelled upstream.
     cancelled: AtomicBool,
     /// Its client went away; its call runs on, still cancellable by id.
     detached: AtomicBool,
 }
 
-impl Fate {
+impl RequestMarks {
     /// Marks the request as stopped on purpose (its call is then cancelled upstream).
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
@@ -47,12 +47,12 @@ impl Fate {
 
 struct Entry {
     abort: AbortHandle,
-    fate: Arc<Fate>,
+    marks: Arc<RequestMarks>,
 }
 
 impl Entry {
     fn cancel(self) {
-        self.fate.cancel();
+        self.marks.cancel();
         self.abort.abort();
     }
 }
@@ -71,7 +71,7 @@ pub(crate) struct Requests(Mutex<Table>);
 /// leave the table when it ends.
 pub(crate) struct Admitted {
     pub(crate) registration: AbortRegistration,
-    pub(crate) fate: Arc<Fate>,
+    pub(crate) marks: Arc<RequestMarks>,
     pub(crate) registered: Registered,
 }
 
@@ -94,10 +94,10 @@ impl Requests {
             return Err(Refusal::Full(table.entries.len()));
         }
         let (abort, registration) = AbortHandle::new_pair();
-        let fate = Arc::new(Fate::default());
+        let marks = Arc::new(RequestMarks::default());
         let entry = Entry {
             abort,
-            fate: fate.clone(),
+            marks: marks.clone(),
         };
         table.entries.insert(id.clone(), entry);
         Ok(Admitted {
@@ -105,9 +105,9 @@ impl Requests {
             registered: Registered {
                 requests: self.clone(),
                 id: id.clone(),
-                fate: fate.clone(),
+                marks: marks.clone(),
             },
-            fate,
+            marks,
         })
     }
 
@@ -141,14 +141,14 @@ impl Requests {
         self.0.lock().entries.len()
     }
 
-    /// Drops `id`'s entry if it is still the one of `fate` (a cancelled id may
+    /// Drops `id`'s entry if it is still the one of `marks` (a cancelled id may
     /// have been used again since).
-    fn forget(&self, id: &RequestId, fate: &Arc<Fate>) {
+    fn forget(&self, id: &RequestId, marks: &Arc<RequestMarks>) {
         let mut table = self.0.lock();
         if table
             .entries
             .get(id)
-            .is_some_and(|e| Arc::ptr_eq(&e.fate, fate))
+            .is_some_and(|e| Arc::ptr_eq(&e.marks, marks))
         {
             table.entries.remove(id);
         }
@@ -157,15 +157,15 @@ impl Requests {
     /// Keeps a detached call's entry (putting it back if it went first), now
     /// stopped through `abort`; false when the id belongs to another request
     /// or the session ended.
-    fn keep_detached(&self, id: &RequestId, fate: &Arc<Fate>, abort: AbortHandle) -> bool {
+    fn keep_detached(&self, id: &RequestId, marks: &Arc<RequestMarks>, abort: AbortHandle) -> bool {
         let mut table = self.0.lock();
         let ours = match table.entries.get(id) {
-            Some(entry) => Arc::ptr_eq(&entry.fate, fate),
+            Some(entry) => Arc::ptr_eq(&entry.marks, marks),
             None => !table.closed,
         };
         if ours {
-            let fate = fate.clone();
-            table.entries.insert(id.clone(), Entry { abort, fate });
+            let marks = marks.clone();
+            table.entries.insert(id.clone(), Entry { abort, marks });
         }
         ours
     }
@@ -176,7 +176,7 @@ impl Requests {
 pub(crate) struct Registered {
     requests: Arc<Requests>,
     id: RequestId,
-    fate: Arc<Fate>,
+    marks: Arc<RequestMarks>,
 }
 
 impl Registered {
@@ -186,15 +186,15 @@ impl Registered {
             call: Some(call),
             requests: Arc::downgrade(&self.requests),
             id: self.id.clone(),
-            fate: self.fate.clone(),
+            marks: self.marks.clone(),
         }
     }
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        if !self.fate.detached.load(Ordering::SeqCst) {
-            self.requests.forget(&self.id, &self.fate);
+        if !self.marks.detached.load(Ordering::SeqCst) {
+            self.requests.forget(&self.id, &self.marks);
         }
     }
 }
@@ -206,7 +206,7 @@ pub(crate) struct Detaching {
     call: Option<PendingCall>,
     requests: Weak<Requests>,
     id: RequestId,
-    fate: Arc<Fate>,
+    marks: Arc<RequestMarks>,
 }
 
 impl Future for Detaching {
@@ -229,7 +229,7 @@ impl Drop for Detaching {
         let Some(call) = self.call.take() else {
             return;
         };
-        if self.fate.cancelled.load(Ordering::SeqCst) {
+        if self.marks.cancelled.load(Ordering::SeqCst) {
             return;
         }
         let (Some(requests), Ok(runtime)) = (
@@ -238,15 +238,15 @@ impl Drop for Detaching {
         ) else {
             return;
         };
-        self.fate.detached.store(true, Ordering::SeqCst);
+        self.marks.detached.store(true, Ordering::SeqCst);
         let (abort, registration) = AbortHandle::new_pair();
-        if !requests.keep_detached(&self.id, &self.fate, abort) {
+        if !requests.keep_detached(&self.id, &self.marks, abort) {
             return;
         }
-        let (id, fate) = (self.id.clone(), self.fate.clone());
+        let (id, marks) = (self.id.clone(), self.marks.clone());
         runtime.spawn(async move {
             let _ = Abortable::new(call, registration).await;
-            requests.forget(&id, &fate);
+            requests.forget(&id, &marks);
         });
     }
 }

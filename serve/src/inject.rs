@@ -15,17 +15,17 @@
 //! `unknown_server`, `not_applicable`, `not_running`, `failed`, `shutdown`.
 
 use mcpvisor::{Fault, FaultError, parse_duration};
-use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 use crate::gateway::Gateway;
+use crate::ingress::Ingress;
 use crate::outcome::Outcome;
-use crate::reach::Reach;
 
 /// The gateway was started without `allow_faults`.
 pub const FAULTS_DISABLED: i64 = -32050;
 /// An HTTP session asked, and the endpoint requires no bearer token.
-pub const FAULTS_NEED_TOKEN: i64 = crate::reach::NEEDS_TOKEN;
+pub const FAULTS_NEED_TOKEN: i64 = crate::ingress::NEEDS_TOKEN;
 /// The server has no live connection to deal the fault to (starting,
 /// restarting, failed or stopped).
 pub const SERVER_NOT_LIVE: i64 = -32052;
@@ -37,8 +37,8 @@ enum Asked {
     Clear,
 }
 
-/// Answers one `mcpvisor/inject` request of a session that came in by `reach`.
-pub(crate) async fn answer(gateway: &Gateway, reach: Reach, params: Option<&Value>) -> Outcome {
+/// Answers one `mcpvisor/inject` request of a session that came in by `ingress`.
+pub(crate) async fn answer(gateway: &Gateway, ingress: Ingress, params: Option<&Value>) -> Outcome {
     if !gateway.options().allow_faults {
         return Err(refusal(
             FAULTS_DISABLED,
@@ -46,8 +46,8 @@ pub(crate) async fn answer(gateway: &Gateway, reach: Reach, params: Option<&Valu
             "fault injection is off in this serve: start it with `mcpvisor serve --allow-faults`",
         ));
     }
-    if !reach.is_trusted() {
-        return Err(crate::reach::needs_token("mcpvisor/inject"));
+    if !ingress.is_trusted() {
+        return Err(crate::ingress::needs_token("mcpvisor/inject"));
     }
     let (server, asked) = read(params)?;
     let host = gateway.host();
@@ -215,8 +215,8 @@ mod tests {
 
     #[test]
     fn only_local_clients_and_token_holders_are_trusted() {
-        assert!(Reach::Local.is_trusted());
-        assert!(Reach::Http { token: true }.is_trusted());
-        assert!(!Reach::Http { token: false }.is_trusted());
+        assert!(Ingress::Local.is_trusted());
+        assert!(Ingress::Http { token: true }.is_trusted());
+        assert!(!Ingress::Http { token: false }.is_trusted());
     }
 }

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::frame::{FrameDecoder, FrameError};
-use mcpvisor_protocol::jsonrpc::{Incoming, Message, MessageError, error_codes};
-use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::wire::frame::{FrameDecoder, FrameError};
+use mcpvisor_protocol::wire::jsonrpc::{Incoming, Message, MessageError, error_codes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::gateway::Gateway;
-use crate::reach::Reach;
+use crate::ingress::Ingress;
 use crate::session::{Outbound, Session, error_message};
 use crate::tools::Naming;
 
@@ -38,7 +38,7 @@ pub async fn serve_lines<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(gateway.options().outbound_queue);
-    let session = Session::open(gateway.clone(), naming, Reach::Local, tx.clone());
+    let session = Session::open(gateway.clone(), naming, Ingress::Local, tx.clone());
     let writer = tokio::spawn(write_lines(rx, writer));
     let mut decoder = FrameDecoder::new(MAX_LINE);
     let mut buf = vec![0u8; 16 * 1024];

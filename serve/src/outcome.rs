@@ -7,7 +7,7 @@
 //! usually hide protocol errors.
 
 use mcpvisor::{CallError, Host, QualifiedMcpToolName, ServerState};
-use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 /// A call's answer to the session: a result (possibly `isError`) or a JSON-RPC error.

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use futures::future::Abortable;
 use mcpvisor::{CallError, CallOptions, HostEvent, QualifiedMcpToolName};
-use mcpvisor_protocol::jsonrpc::{
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::revision::Revision;
+use mcpvisor_protocol::mcp::url_elicitation;
+use mcpvisor_protocol::wire::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
-use mcpvisor_protocol::messages::{ClientCapabilities, methods};
-use mcpvisor_protocol::revision::Revision;
-use mcpvisor_protocol::url_elicitation;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -32,10 +32,10 @@ use crate::handshake;
 use crate::inject;
 
 mod url_steps;
-use crate::in_flight::{Admitted, Fate, Refusal, Registered, Requests};
-use crate::offered;
+use crate::in_flight::{Admitted, Refusal, Registered, RequestMarks, Requests};
+use crate::ingress::Ingress;
 use crate::outcome::{self, Outcome};
-use crate::reach::Reach;
+use crate::resources_prompts;
 use crate::subscriptions;
 use crate::tools::{self, Naming};
 use crate::wire;
@@ -87,7 +87,7 @@ pub struct Session {
     /// without `--allow-faults`): it may not inject, whatever the gateway allows.
     faults_off: std::sync::atomic::AtomicBool,
     /// How the client came in, which decides what it may ask beyond MCP.
-    reach: Reach,
+    ingress: Ingress,
     notices: Outbound,
     state: Mutex<State>,
     requests: Arc<Requests>,
@@ -117,12 +117,12 @@ struct State {
 }
 
 impl Session {
-    /// Opens a session for a client that came in by `reach`; unsolicited
+    /// Opens a session for a client that came in by `ingress`; unsolicited
     /// messages go to `notices`.
     pub fn open(
         gateway: Arc<Gateway>,
         naming: Naming,
-        reach: Reach,
+        ingress: Ingress,
         notices: Outbound,
     ) -> Arc<Session> {
         let events = gateway.host().events();
@@ -132,7 +132,7 @@ impl Session {
             gateway,
             naming: std::sync::atomic::AtomicU8::new(naming as u8),
             faults_off: std::sync::atomic::AtomicBool::new(false),
-            reach,
+            ingress,
             notices,
             state: Mutex::new(State::default()),
             requests: Arc::default(),
@@ -270,12 +270,12 @@ impl Session {
         drop(state);
         let Admitted {
             registration,
-            fate,
+            marks,
             registered,
         } = admitted;
         let session = self.clone();
         Ok(async move {
-            let answer = session.answer(&request, &replies, &fate, &registered);
+            let answer = session.answer(&request, &replies, &marks, &registered);
             let outcome = Abortable::new(answer, registration).await.ok()?;
             let message = match outcome {
                 Ok(result) => Message::Response(Response {
@@ -401,7 +401,7 @@ impl Session {
         self: &Arc<Self>,
         request: &Request,
         replies: &Outbound,
-        fate: &Arc<Fate>,
+        marks: &Arc<RequestMarks>,
         registered: &Registered,
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
@@ -412,7 +412,7 @@ impl Session {
         }
         let host = self.gateway.host();
         if matches!(method, methods::TOOLS_LIST | methods::TOOLS_CALL)
-            || offered::handles(method)
+            || resources_prompts::handles(method)
             || method == methods::RESOURCES_SUBSCRIBE
         {
             self.gateway.first_start_settled().await;
@@ -434,10 +434,10 @@ impl Session {
                 )
                 .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
-            methods::TOOLS_CALL => self.call(params, replies, fate, registered).await,
-            m if offered::handles(m) => {
+            methods::TOOLS_CALL => self.call(params, replies, marks, registered).await,
+            m if resources_prompts::handles(m) => {
                 let page_size = self.gateway.options().page_size;
-                offered::answer(
+                resources_prompts::answer(
                     host,
                     self.naming(),
                     page_size,
@@ -473,9 +473,9 @@ impl Session {
             // The supervisor's own controls, and its events, are the user's:
             // a client the token does not vouch for gets none of them.
             extension::SERVERS | extension::RESTART | extension::RELOAD | extension::WATCH
-                if !self.reach.is_trusted() =>
+                if !self.ingress.is_trusted() =>
             {
-                Err(crate::reach::needs_token(method))
+                Err(crate::ingress::needs_token(method))
             }
             extension::SERVERS => Ok(json!({ "servers": wire::cluster_statuses(host) })),
             extension::RESTART => {
@@ -506,7 +506,7 @@ impl Session {
                     "this session was started without --allow-faults: it deals no faults",
                 ))
             }
-            extension::INJECT => inject::answer(&self.gateway, self.reach, params.as_ref()).await,
+            extension::INJECT => inject::answer(&self.gateway, self.ingress, params.as_ref()).await,
             extension::SESSION => self.set_options(params.as_ref()),
             other => Err(error(
                 error_codes::METHOD_NOT_FOUND,
@@ -526,7 +526,7 @@ impl Session {
     /// [`extension::SESSION`]: a relayed client's own options, before it
     /// initializes; what this gateway cannot honour is refused, not ignored.
     fn set_options(&self, params: Option<&Value>) -> Outcome {
-        if !matches!(self.reach, Reach::Local) {
+        if !matches!(self.ingress, Ingress::Local) {
             return Err(error(
                 error_codes::INVALID_REQUEST,
                 "session options are for the local socket",
@@ -569,7 +569,7 @@ impl Session {
         &self,
         params: Option<Value>,
         replies: &Outbound,
-        fate: &Fate,
+        marks: &RequestMarks,
         registered: &Registered,
     ) -> Outcome {
         let params = params.unwrap_or(Value::Null);
@@ -651,7 +651,7 @@ impl Session {
             () = given_up => {
                 // A client's own limit cancels its call; it must not end a
                 // connection that other sessions share.
-                fate.cancel();
+                marks.cancel();
                 Ok(outcome::tool_error(format!(
                     "no answer within {}s (this call's own limit); the call was cancelled",
                     patience.unwrap_or_default().as_secs_f64()
@@ -659,7 +659,7 @@ impl Session {
             }
             () = self.gateway.stopped() => {
                 // Stopping is the end of the call, not a client gone away.
-                fate.cancel();
+                marks.cancel();
                 outcome::shutting_down()
             }
         }
@@ -688,7 +688,7 @@ impl Session {
         }
         // Server logs may carry any session's call data: for trusted clients only.
         if let (HostEvent::ServerLog { server, message }, Some(min)) = (event, log_level)
-            && self.reach.is_trusted()
+            && self.ingress.is_trusted()
             && level_rank(&message.level).is_some_and(|l| l >= min)
         {
             let params = json!({"level": message.level, "logger": &**server, "data": message.data});

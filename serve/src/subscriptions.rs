@@ -14,12 +14,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use mcpvisor::Host;
-use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::offered::{owner, upstream_error};
 use crate::outcome::Outcome;
+use crate::resources_prompts::{owner, upstream_error};
 
 /// Most subscriptions one session may hold.
 pub const MAX_PER_SESSION: usize = 1024;

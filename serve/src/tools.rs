@@ -1,8 +1,8 @@
 //! The routed tool set as the gateway advertises it, and tool names back to routes.
 
 use mcpvisor::{Host, QualifiedMcpToolName, ToolDefinition};
-use mcpvisor_protocol::names::PREFIX;
-use mcpvisor_protocol::revision::Revision;
+use mcpvisor_protocol::mcp::names::PREFIX;
+use mcpvisor_protocol::mcp::revision::Revision;
 use serde_json::{Map, Value, json};
 
 /// How tools are named to a session.

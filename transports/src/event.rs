@@ -40,7 +40,7 @@ impl TransportEvent {
     /// The event for a frame that did not parse: an unreadable answer when its
     /// id can still be read, else a malformed frame.
     pub fn unparsed(frame: &[u8], error: MessageError) -> TransportEvent {
-        match mcpvisor_protocol::answer_probe::unreadable_answer_id(frame) {
+        match mcpvisor_protocol::wire::answer_probe::unreadable_answer_id(frame) {
             Some(id) => TransportEvent::UnreadableAnswer { id, error },
             None => TransportEvent::Malformed(error),
         }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::mcp::messages::methods;
 
 use super::Host;
 use crate::error::CallError;

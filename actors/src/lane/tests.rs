@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::{ErrorObject, ErrorResponse, Response};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response};
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::json;
 

@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use mcpvisor_protocol::messages::Tool;
+use mcpvisor_protocol::mcp::messages::Tool;
 use serde_json::json;
 
 use super::{RegistryArgs, RegistryState, ToolsReport, published_servers};
-use crate::catalog::{Offers, ServerLink};
 use crate::events::{EventBus, HostEvent};
 use crate::lane::{CallLane, LaneWriter};
 use crate::nodes::NodeBoard;
 use crate::remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 use crate::routes::RouteSnapshot;
+use crate::server_lists::{Offers, ServerLink};
 use crate::status::{ServerId, StatusBoard};
 use crate::test_actors::server_and_transport;
 

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::ErrorObject;
-use mcpvisor_protocol::listing::ListingBounds;
-use mcpvisor_protocol::messages::{ResultError, methods};
-use mcpvisor_protocol::session::{HandshakeState, SessionEvent};
+use mcpvisor_protocol::mcp::messages::{ResultError, methods};
+use mcpvisor_protocol::state::listing::ListingBounds;
+use mcpvisor_protocol::state::session::{HandshakeState, SessionEvent};
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
 use ractor::ActorRef;
@@ -22,7 +22,6 @@ type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
 use super::ServerArgs;
 use super::malformed::MalformedCount;
-use crate::catalog::{Lists, Offers};
 use crate::context::HostContext;
 use crate::error::{CallError, ConnectionError, FailureCell};
 use crate::events::HostEvent;
@@ -30,7 +29,8 @@ use crate::host_requests;
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
 use crate::options::ServerSpec;
-use crate::registry::RegistryMsg;
+use crate::registry_msg::RegistryMsg;
+use crate::server_lists::{Lists, Offers};
 use crate::status::ServerId;
 
 /// What the session's own requests are for (calls go through the lane).
@@ -311,7 +311,7 @@ impl Connection {
         match self.session.forget(&id) {
             Some(Pending::ListTools { generation }) => {
                 let error = ErrorObject {
-                    code: mcpvisor_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+                    code: mcpvisor_protocol::wire::jsonrpc::error_codes::INTERNAL_ERROR,
                     message: error.to_string(),
                     data: None,
                 };
@@ -399,7 +399,11 @@ impl Connection {
             }
             SessionEvent::ResourceUpdated(updated) => {
                 // Only what the host subscribed to: a server cannot fill the bus with URIs.
-                if self.ctx.standing.is_subscribed(&self.name, &updated.uri) {
+                if self
+                    .ctx
+                    .restart_replay
+                    .is_subscribed(&self.name, &updated.uri)
+                {
                     self.ctx.bus.emit(HostEvent::ResourceUpdated {
                         server: self.name.clone(),
                         uri: Arc::from(updated.uri),

@@ -24,11 +24,12 @@ use tokio::sync::Semaphore;
 use crate::context::HostContext;
 use crate::error::{ConnectionError, FailureCell};
 use crate::fault_board::LiveConnection;
+use crate::inbound::InboundSink;
 use crate::lane::{CallLane, LaneWriter};
 use crate::messages::{ServerMsg, SupervisorMsg, TransportFault, TransportMsg};
 use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
-use crate::transport::{InboundSink, Transport, TransportActor};
+use crate::transport::{Transport, TransportActor};
 pub(crate) use connection::Connection;
 
 /// Messages of the server actor.

@@ -13,24 +13,10 @@ use ractor::ActorRef;
 
 use super::{Slot, SupervisorState, stop_actor};
 use crate::events::HostEvent;
-use crate::messages::SupervisorMsg;
+use crate::messages::{ReloadReport, SupervisorMsg};
 use crate::options::ServerSpec;
-use crate::registry::RegistryMsg;
+use crate::registry_msg::RegistryMsg;
 use crate::status::ServerId;
-
-/// What a reload did, by server name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReloadReport {
-    /// Servers that were not there before and were started.
-    pub added: Vec<Arc<str>>,
-    /// Servers that are gone and were stopped.
-    pub removed: Vec<Arc<str>>,
-    /// Servers whose definition changed and were started again.
-    pub restarted: Vec<Arc<str>>,
-    /// Servers left running as they were.
-    pub unchanged: Vec<Arc<str>>,
-}
 
 impl SupervisorState {
     pub(super) async fn reload(

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::events::HostEvent;
 use crate::host::Host;
 use crate::options::{CallOptions, ServerSpec, SupervisorOptions};
-use crate::registry::RegistryMsg;
+use crate::registry_msg::RegistryMsg;
 
 fn python_server(name: &str) -> ServerSpec {
     let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testkit/peers");

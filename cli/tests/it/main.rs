@@ -8,7 +8,7 @@ mod config;
 mod demo_server;
 mod host_requests;
 mod login;
-mod offered;
 mod oneshot;
+mod resources_prompts;
 mod servers;
 mod watch;

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::{ErrorObject, Message, RequestId, Response, error_codes};
-use mcpvisor_protocol::logging::LogLevel;
-use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, Message, RequestId, Response, error_codes};
 use serde_json::{Map, Number, Value, json};
 
 use super::state::{Shared, lock};

@@ -9,8 +9,8 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use mcpvisor_protocol::jsonrpc::{Message, Notification, Request, RequestId};
-use mcpvisor_protocol::messages::methods;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::wire::jsonrpc::{Message, Notification, Request, RequestId};
 use serde_json::{Map, Value, json};
 
 use super::state::{Shared, lock};

@@ -24,12 +24,12 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::{
+use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::revision::Revision;
+use mcpvisor_protocol::wire::jsonrpc::{
     ErrorResponse, Notification, Request, RequestId, Response, error_codes,
 };
-use mcpvisor_protocol::logging::LogLevel;
-use mcpvisor_protocol::messages::methods;
-use mcpvisor_protocol::revision::Revision;
 use mcpvisor_protocol::{
     FrameDecoder, Incoming, Message, MessageError, PROTOCOL_VERSION, STDIO_FRAME_LIMIT,
 };

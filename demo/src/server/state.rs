@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use mcpvisor_protocol::RequestId;
-use mcpvisor_protocol::jsonrpc::{Message, Notification};
+use mcpvisor_protocol::wire::jsonrpc::{Message, Notification};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::AbortHandle;
@@ -89,7 +89,7 @@ pub(crate) struct Shared {
     /// Woken whenever a call leaves `in_flight`, so shutdown can wait for idleness.
     idle: Notify,
     /// The level the client set (`logging/setLevel`): quieter messages are not sent.
-    pub(crate) log_level: Mutex<Option<mcpvisor_protocol::logging::LogLevel>>,
+    pub(crate) log_level: Mutex<Option<mcpvisor_protocol::mcp::logging::LogLevel>>,
 }
 
 /// Locks ignoring poisoning: every critical section here leaves the data valid.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mcpvisor_actors::ServerSpec;
 use mcpvisor_auth::{Grant, OAuthConfig};
-use mcpvisor_protocol::names::validate_server_name;
-use mcpvisor_protocol::revision::Versions;
+use mcpvisor_protocol::mcp::names::validate_server_name;
+use mcpvisor_protocol::mcp::revision::Versions;
 use mcpvisor_transports::{
     HttpHeaders, HttpSpec, SecretString, StdioSpec, endpoint_url, redact_url,
 };

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpvisor::protocol::revision::{Revision, Versions};
+use mcpvisor::protocol::mcp::revision::{Revision, Versions};
 use mcpvisor::{Host, HostEvent, ServerSpec, ServerState, StdioSpec};
 use serde_json::json;
 use testkit::http_server::{AnswerMode, HttpMcpServer, Script};

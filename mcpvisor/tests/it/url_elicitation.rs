@@ -9,8 +9,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpvisor::protocol::messages::ClientCapabilities;
-use mcpvisor::protocol::revision::{Revision, Versions};
+use mcpvisor::protocol::mcp::messages::ClientCapabilities;
+use mcpvisor::protocol::mcp::revision::{Revision, Versions};
 use mcpvisor::{ClientHandler, Host, HostAnswer, HostEvent, HostRequest, SharedClientHandler};
 use serde_json::{Value, json};
 use testkit::peers::{Peer, Wire};

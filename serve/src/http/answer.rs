@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use mcpvisor_protocol::jsonrpc::Message;
+use mcpvisor_protocol::wire::jsonrpc::Message;
 use tokio::sync::mpsc;
 
 /// Answers a POST's one request: JSON when the answer comes before any other

@@ -26,7 +26,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::StreamExt;
-use mcpvisor_protocol::jsonrpc::{Message, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{Message, error_codes};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -34,7 +34,7 @@ pub use guard::is_loopback;
 pub use token::{BearerToken, TokenFileError};
 
 use crate::gateway::Gateway;
-use crate::reach::Reach;
+use crate::ingress::Ingress;
 use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, sse_event};
@@ -425,12 +425,12 @@ async fn on_post(
         let naming = endpoint.options.naming;
         let queue = gateway.options().outbound_queue;
         // With a token required, every request of the session presented it.
-        let reach = Reach::Http {
+        let ingress = Ingress::Http {
             token: endpoint.options.token.is_some(),
         };
         match endpoint
             .sessions
-            .insert(|tx| Session::open(gateway, naming, reach, tx), queue)
+            .insert(|tx| Session::open(gateway, naming, ingress, tx), queue)
         {
             Ok((id, session)) => (Some(id), session),
             Err(full) => {

@@ -6,7 +6,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mcpvisor_protocol::jsonrpc::{Incoming, Message, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{Incoming, Message, error_codes};
 
 use super::answer::json_body;
 use super::guard::{self, Admission, Refusal};

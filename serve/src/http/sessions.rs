@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::jsonrpc::Message;
+use mcpvisor_protocol::wire::jsonrpc::Message;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

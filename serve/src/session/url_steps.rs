@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use mcpvisor_protocol::jsonrpc::ErrorObject;
-use mcpvisor_protocol::url_elicitation;
+use mcpvisor_protocol::mcp::url_elicitation;
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
 
 use super::{Session, notification};

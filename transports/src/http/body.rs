@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpvisor_protocol::sse::{SseError, SseParser};
+use mcpvisor_protocol::wire::sse::{SseError, SseParser};
 use mcpvisor_protocol::{Incoming, Message, RequestId};
 
 use crate::error::TransportError;

@@ -39,7 +39,7 @@ use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use body::{excerpt, http_error};
 use mcpvisor_auth::{Challenge, OAuth};
-use mcpvisor_protocol::revision::Revision;
+use mcpvisor_protocol::mcp::revision::Revision;
 use notices::NoticeSender;
 use notifications::NotificationListener;
 use options::client_builder;

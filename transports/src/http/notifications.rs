@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use mcpvisor_protocol::sse::SseParser;
+use mcpvisor_protocol::wire::sse::SseParser;
 use reqwest::StatusCode;
 use tokio::sync::watch;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcpvisor_protocol::sse::SseParser;
+use mcpvisor_protocol::wire::sse::SseParser;
 use mcpvisor_protocol::{Incoming, Message, RequestId};
 use reqwest::StatusCode;
 
@@ -275,15 +275,15 @@ async fn settle_renewal(
     let accepted = shared
         .protocol
         .get()
-        .map(|r| mcpvisor_protocol::revision::Versions::only(*r))
+        .map(|r| mcpvisor_protocol::mcp::revision::Versions::only(*r))
         .unwrap_or_default();
-    if let Some(Err(e)) =
-        result.map(|r| mcpvisor_protocol::messages::InitializeResult::validate_for(r, &accepted))
+    if let Some(Err(e)) = result
+        .map(|r| mcpvisor_protocol::mcp::messages::InitializeResult::validate_for(r, &accepted))
     {
         return Err(TransportError::SessionExpired(e.to_string()));
     }
-    let initialized = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(
-        mcpvisor_protocol::messages::methods::INITIALIZED,
+    let initialized = Message::Notification(mcpvisor_protocol::wire::jsonrpc::Notification::new(
+        mcpvisor_protocol::mcp::messages::methods::INITIALIZED,
         None,
     ));
     post_notification(shared, initialized.to_vec().into()).await

@@ -5,17 +5,17 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
-use mcpvisor_protocol::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
-use mcpvisor_protocol::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
 use mcpvisor_protocol::{Message, RequestId};
 use ractor::ActorRef;
 use serde_json::Value;
 
 use super::{Connection, Pending};
-use crate::catalog::ServerLink;
 use crate::error::CallError;
 use crate::host_requests::{self, HostRequest};
 use crate::messages::ServerMsg;
+use crate::server_lists::ServerLink;
 
 impl Connection {
     /// Hands a server's request to the host's handler on a task of its own,
@@ -59,7 +59,7 @@ impl Connection {
                 let revision = self
                     .session
                     .revision()
-                    .unwrap_or(mcpvisor_protocol::revision::Revision::V2025_03_26);
+                    .unwrap_or(mcpvisor_protocol::mcp::revision::Revision::V2025_03_26);
                 let declared = ClientCapabilities::declared_by(
                     Some(&handler.0.capabilities().to_value_at(revision)),
                     revision,
@@ -127,7 +127,7 @@ impl Connection {
     /// The host's roots changed: tell the server (once it is initialized).
     pub(crate) fn roots_changed(&mut self) {
         if self.session.is_ready() && !self.stopping {
-            let note = Message::Notification(mcpvisor_protocol::jsonrpc::Notification::new(
+            let note = Message::Notification(mcpvisor_protocol::wire::jsonrpc::Notification::new(
                 methods::ROOTS_LIST_CHANGED,
                 None,
             ));
@@ -149,7 +149,7 @@ impl Connection {
     /// is waiting for its answer.
     pub(super) fn renew(&mut self, link: &Arc<ServerLink>) {
         if self.offers.logging
-            && let Some(level) = self.ctx.standing.level(&self.name)
+            && let Some(level) = self.ctx.restart_replay.level(&self.name)
             && let Ok((_, msg)) = self.session.request(
                 methods::SET_LOG_LEVEL,
                 Some(level.params()),
@@ -160,14 +160,14 @@ impl Connection {
         {
             self.send(&msg);
         }
-        let uris = self.ctx.standing.subscriptions(&self.name);
+        let uris = self.ctx.restart_replay.subscriptions(&self.name);
         if !self.offers.subscribe || uris.is_empty() {
             return;
         }
         let link = link.clone();
         tokio::spawn(async move {
             for uri in uris {
-                let params = mcpvisor_protocol::resources::uri_params(&uri);
+                let params = mcpvisor_protocol::mcp::resources::uri_params(&uri);
                 match link.ask(methods::RESOURCES_SUBSCRIBE, Some(params)).await {
                     Ok(_) => {}
                     Err(e @ (CallError::Rpc { .. } | CallError::InvalidResult { .. })) => {

@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use mcpvisor_protocol::jsonrpc::ErrorObject;
-use mcpvisor_protocol::listing::{ListingBounds, json_size};
-use mcpvisor_protocol::messages::{ToolsPage, list_tools_params, methods};
+use mcpvisor_protocol::mcp::messages::{ToolsPage, list_tools_params, methods};
+use mcpvisor_protocol::state::listing::{ListingBounds, json_size};
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use ractor::ActorRef;
 use serde_json::Value;
 
 use super::{Connection, Listing, Pending};
-use crate::catalog::ServerLink;
 use crate::error::ConnectionError;
 use crate::messages::{ServerMsg, SupervisorMsg};
-use crate::registry::{RegistryMsg, ToolsReport};
+use crate::registry_msg::{RegistryMsg, ToolsReport};
+use crate::server_lists::ServerLink;
 use crate::status::ServerState;
 
 impl Connection {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
 use mcpvisor::{CallOptions, Host, ServerSpec, ServerState, StdioSpec, SupervisorOptions};
-use mcpvisor_protocol::listing::{ListingLimits, json_size};
+use mcpvisor_protocol::state::listing::{ListingLimits, json_size};
 
 use super::super::calls::ms;
 use super::published::change_published;

@@ -98,8 +98,8 @@ impl InitializeParams {
     }
 }
 
-pub use crate::client_offers::{ClientCapabilities, Root};
-use crate::revision::Versions;
+pub use crate::mcp::client_offers::{ClientCapabilities, Root};
+use crate::mcp::revision::Versions;
 
 /// The server's capabilities that matter to a tool client.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -217,13 +217,13 @@ pub struct Tool {
     /// How it runs (from 2025-11-25: `taskSupport`), kept as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Value>,
-    /// Icons for people (from 2025-11-25), those that pass [`crate::icons::Icon::read`].
+    /// Icons for people (from 2025-11-25), those that pass [`crate::mcp::icons::Icon::read`].
     #[serde(
         default,
-        deserialize_with = "crate::icons::lenient",
+        deserialize_with = "crate::mcp::icons::lenient",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub icons: Vec<crate::icons::Icon>,
+    pub icons: Vec<crate::mcp::icons::Icon>,
 }
 
 /// One page of `tools/list`.
@@ -250,7 +250,7 @@ pub struct ResultError {
 impl ToolsPage {
     /// Reads a `tools/list` result; entries that are not tools are set aside, not fatal.
     pub fn parse(value: Value) -> Result<ToolsPage, ResultError> {
-        let page = crate::pages::Page::<Tool>::parse(value, methods::TOOLS_LIST, "tools")?;
+        let page = crate::mcp::pages::Page::<Tool>::parse(value, methods::TOOLS_LIST, "tools")?;
         Ok(ToolsPage {
             tools: page.items,
             rejected: page.rejected,
@@ -261,7 +261,7 @@ impl ToolsPage {
 
 /// Parameters of `tools/list`.
 pub fn list_tools_params(cursor: Option<&str>) -> Option<Value> {
-    crate::pages::list_params(cursor)
+    crate::mcp::pages::list_params(cursor)
 }
 
 /// Parameters of `tools/call`; `progress_token` asks the server for progress notifications.
@@ -495,7 +495,7 @@ pub struct ProgressParams {
 #[serde(rename_all = "camelCase")]
 pub struct CancelledParams {
     /// The request being cancelled.
-    pub request_id: crate::jsonrpc::RequestId,
+    pub request_id: crate::wire::jsonrpc::RequestId,
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -609,7 +609,7 @@ mod tests {
 
     #[test]
     fn call_line_is_the_request_call_params_describe() {
-        use crate::jsonrpc::{Incoming, Message};
+        use crate::wire::jsonrpc::{Incoming, Message};
         let args = json!({"text": "a \"quoted\"\nline", "n": 1.5});
         for (arguments, progress) in [(Some(&args), Some(9)), (None, None)] {
             let line = call_tool_line(7, "echo\u{1}", arguments, progress);

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::jsonrpc::ErrorObject;
+use crate::wire::jsonrpc::ErrorObject;
 
 /// The JSON-RPC error code of a request that needs URL elicitations first.
 pub const URL_ELICITATION_REQUIRED: i64 = -32042;

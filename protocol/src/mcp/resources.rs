@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::messages::{ResultError, methods};
+use crate::mcp::messages::{ResultError, methods};
 
 /// A resource as `resources/list` names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,7 +147,7 @@ pub struct ResourceUpdated {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pages::Page;
+    use crate::mcp::pages::Page;
     use serde_json::json;
 
     #[test]

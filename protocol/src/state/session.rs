@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::Value;
 
-use crate::revision::{Revision, Versions};
+use crate::mcp::revision::{Revision, Versions};
 
-use crate::jsonrpc::{
-    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
-};
-use crate::messages::{
+use crate::mcp::messages::{
     ClientCapabilities, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
     ProgressParams, methods,
+};
+use crate::wire::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
 
 /// Where the handshake stands.
@@ -121,7 +121,7 @@ pub enum SessionEvent<T> {
     /// `notifications/prompts/list_changed`.
     PromptsChanged,
     /// `notifications/resources/updated`: a subscribed resource changed.
-    ResourceUpdated(crate::resources::ResourceUpdated),
+    ResourceUpdated(crate::mcp::resources::ResourceUpdated),
     /// `notifications/progress`.
     Progress(ProgressParams),
     /// `notifications/message`.
@@ -386,8 +386,8 @@ fn on_notification<T>(n: Notification) -> Handled<T> {
             None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
         },
         methods::CANCELLED => SessionEvent::Ignored(Ignored::ServerCancelled),
-        crate::url_elicitation::ELICITATION_COMPLETE => {
-            match crate::url_elicitation::completed_id(n.params.as_ref()) {
+        crate::mcp::url_elicitation::ELICITATION_COMPLETE => {
+            match crate::mcp::url_elicitation::completed_id(n.params.as_ref()) {
                 Some(id) => SessionEvent::ElicitationComplete(id.to_string()),
                 None => SessionEvent::Ignored(Ignored::MalformedNotification(n.method)),
             }
@@ -408,7 +408,7 @@ fn ignored<T>(why: Ignored) -> Handled<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::PROTOCOL_VERSION;
+    use crate::mcp::messages::PROTOCOL_VERSION;
     use serde_json::json;
 
     fn ready_session() -> ClientSession<&'static str> {

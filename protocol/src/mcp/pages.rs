@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::messages::ResultError;
+use crate::mcp::messages::ResultError;
 
 /// One page of a listing whose entries are `T`.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,29 +10,31 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use mcpvisor_protocol::QualifiedMcpToolName;
-use mcpvisor_protocol::completion::{Completion, CompletionRef, complete_params};
-use mcpvisor_protocol::logging::LogLevel;
-use mcpvisor_protocol::messages::methods;
-use mcpvisor_protocol::prompts::{GetPromptResult, Prompt, get_prompt_params};
-use mcpvisor_protocol::resources::{ReadResourceResult, Resource, ResourceTemplate, uri_params};
+use mcpvisor_protocol::mcp::completion::{Completion, CompletionRef, complete_params};
+use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::prompts::{GetPromptResult, Prompt, get_prompt_params};
+use mcpvisor_protocol::mcp::resources::{
+    ReadResourceResult, Resource, ResourceTemplate, uri_params,
+};
 use serde_json::{Map, Value};
 
 use super::Host;
-use crate::catalog::{ServerLink, ServerList};
 use crate::error::CallError;
-use crate::standing::{MAX_SUBSCRIPTIONS, MAX_URI_BYTES, Recorded, Standing};
+use crate::restart_replay::{MAX_SUBSCRIPTIONS, MAX_URI_BYTES, Recorded, RestartReplay};
+use crate::server_lists::{ServerLink, ServerList};
 use crate::status::ServerState;
 
 /// Withdraws a recorded subscription when dropped.
 struct Undo<'a> {
-    standing: &'a Standing,
+    restart_replay: &'a RestartReplay,
     server: &'a str,
     uri: &'a str,
 }
 
 impl Drop for Undo<'_> {
     fn drop(&mut self) {
-        self.standing.unsubscribe(self.server, self.uri);
+        self.restart_replay.unsubscribe(self.server, self.uri);
     }
 }
 
@@ -164,8 +166,8 @@ impl Host {
                 "a URI to subscribe to is at most {MAX_URI_BYTES} bytes"
             )));
         }
-        let standing = &self.0.standing;
-        let added = match standing.subscribe(&link.name, uri) {
+        let restart_replay = &self.0.restart_replay;
+        let added = match restart_replay.subscribe(&link.name, uri) {
             Recorded::Full => {
                 return Err(CallError::InvalidRequest(format!(
                     "server `{server}` has {MAX_SUBSCRIPTIONS} subscriptions, as many as a host may hold"
@@ -177,7 +179,7 @@ impl Host {
         // A subscription this call added is withdrawn unless the server took it,
         // also when the call is dropped before the answer.
         let mut undo = added.then(|| Undo {
-            standing,
+            restart_replay,
             server,
             uri,
         });
@@ -195,7 +197,7 @@ impl Host {
     /// Ends a subscription. The host stops reporting updates at once, whatever
     /// the server answers.
     pub async fn unsubscribe(&self, server: &str, uri: &str) -> Result<(), CallError> {
-        if !self.0.standing.unsubscribe(server, uri) {
+        if !self.0.restart_replay.unsubscribe(server, uri) {
             return Err(CallError::InvalidRequest(format!(
                 "not subscribed to {uri:?} on server `{server}`"
             )));
@@ -314,14 +316,14 @@ impl Host {
         let link = match self.link(server) {
             Ok(link) => link,
             Err(CallError::ServerUnavailable { server, .. }) => {
-                self.0.standing.set_level(&server, level);
+                self.0.restart_replay.set_level(&server, level);
                 self.level_when_published(server, level);
                 return Ok(());
             }
             Err(e) => return Err(e),
         };
         link.require(link.offers.logging, "logging")?;
-        self.0.standing.set_level(&link.name, level);
+        self.0.restart_replay.set_level(&link.name, level);
         link.ask(methods::SET_LOG_LEVEL, Some(level.params()))
             .await
             .map(drop)

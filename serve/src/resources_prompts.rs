@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use mcpvisor::{CallError, CompletionTarget, Host};
-use mcpvisor_protocol::icons::Icon;
-use mcpvisor_protocol::jsonrpc::{ErrorObject, error_codes};
-use mcpvisor_protocol::messages::methods;
-use mcpvisor_protocol::revision::Revision;
+use mcpvisor_protocol::mcp::icons::Icon;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::revision::Revision;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Map, Value, json};
 
 use crate::outcome::Outcome;

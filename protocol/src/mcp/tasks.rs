@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::messages::ResultError;
+use crate::mcp::messages::ResultError;
 
 /// `tasks/get`.
 pub const TASKS_GET: &str = "tasks/get";

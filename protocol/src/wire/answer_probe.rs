@@ -7,7 +7,7 @@
 //! The probe walks the top level of the object only, never builds a value, and
 //! gives up on anything it does not understand.
 
-use crate::jsonrpc::RequestId;
+use crate::wire::jsonrpc::RequestId;
 
 /// The `id` of `bytes` if they hold one JSON object, and nothing after it, whose
 /// top level has `"jsonrpc": "2.0"`, an `id` (a number or a string) and a

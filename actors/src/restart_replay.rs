@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use mcpvisor_protocol::logging::LogLevel;
+use mcpvisor_protocol::mcp::logging::LogLevel;
 use parking_lot::Mutex;
 
 /// Most resources a host may subscribe to on one server.
@@ -26,16 +26,16 @@ pub(crate) enum Recorded {
 }
 
 #[derive(Default)]
-pub(crate) struct Standing {
+pub(crate) struct RestartReplay {
     subscriptions: Mutex<HashMap<Arc<str>, BTreeSet<String>>>,
     log_levels: Mutex<HashMap<Arc<str>, LogLevel>>,
     /// The level for servers the host set none for.
     default_level: Option<LogLevel>,
 }
 
-impl Standing {
-    pub(crate) fn new(default_level: Option<LogLevel>) -> Standing {
-        Standing {
+impl RestartReplay {
+    pub(crate) fn new(default_level: Option<LogLevel>) -> RestartReplay {
+        RestartReplay {
             default_level,
             ..Default::default()
         }
@@ -105,23 +105,26 @@ mod tests {
 
     #[test]
     fn subscriptions_are_bounded_and_per_server() {
-        let standing = Standing::new(Some(LogLevel::Warning));
+        let restart_replay = RestartReplay::new(Some(LogLevel::Warning));
         let a: Arc<str> = Arc::from("a");
         for i in 0..MAX_SUBSCRIPTIONS {
-            assert_eq!(standing.subscribe(&a, &format!("x://{i}")), Recorded::Added);
+            assert_eq!(
+                restart_replay.subscribe(&a, &format!("x://{i}")),
+                Recorded::Added
+            );
         }
-        assert_eq!(standing.subscribe(&a, "x://0"), Recorded::Existing);
-        assert_eq!(standing.subscribe(&a, "x://new"), Recorded::Full);
+        assert_eq!(restart_replay.subscribe(&a, "x://0"), Recorded::Existing);
+        assert_eq!(restart_replay.subscribe(&a, "x://new"), Recorded::Full);
         assert_eq!(
-            standing.subscribe(&Arc::from("b"), "x://new"),
+            restart_replay.subscribe(&Arc::from("b"), "x://new"),
             Recorded::Added
         );
-        assert!(standing.unsubscribe("a", "x://0"));
-        assert!(!standing.unsubscribe("a", "x://0"));
-        assert_eq!(standing.subscribe(&a, "x://new"), Recorded::Added);
-        assert_eq!(standing.subscriptions("a").len(), MAX_SUBSCRIPTIONS);
-        assert_eq!(standing.level("a"), Some(LogLevel::Warning));
-        standing.set_level(&a, LogLevel::Debug);
-        assert_eq!(standing.level("a"), Some(LogLevel::Debug));
+        assert!(restart_replay.unsubscribe("a", "x://0"));
+        assert!(!restart_replay.unsubscribe("a", "x://0"));
+        assert_eq!(restart_replay.subscribe(&a, "x://new"), Recorded::Added);
+        assert_eq!(restart_replay.subscriptions("a").len(), MAX_SUBSCRIPTIONS);
+        assert_eq!(restart_replay.level("a"), Some(LogLevel::Warning));
+        restart_replay.set_level(&a, LogLevel::Debug);
+        assert_eq!(restart_replay.level("a"), Some(LogLevel::Debug));
     }
 }

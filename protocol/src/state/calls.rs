@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::jsonrpc::{Message, Notification, RequestId};
-use crate::messages::{CancelledParams, methods};
+use crate::mcp::messages::{CancelledParams, methods};
+use crate::wire::jsonrpc::{Message, Notification, RequestId};
 
 /// Why a call could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,16 +2,16 @@
 //! beyond MCP: dealing faults to the servers is for clients that are the
 //! user, not for whatever can open a loopback connection.
 
-use mcpvisor_protocol::jsonrpc::ErrorObject;
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 
 /// The error code of a request only a trusted client may make (see
-/// [`Reach::is_trusted`]): `mcpvisor/inject`, `servers`, `restart`, `reload`, `watch`.
+/// [`Ingress::is_trusted`]): `mcpvisor/inject`, `servers`, `restart`, `reload`, `watch`.
 pub const NEEDS_TOKEN: i64 = -32051;
 
 /// The way a downstream session came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Reach {
+pub enum Ingress {
     /// stdio or the 0600 local socket: the user who started the gateway.
     Local,
     /// Streamable HTTP. `token` says whether the endpoint requires the bearer
@@ -23,13 +23,13 @@ pub enum Reach {
     },
 }
 
-impl Reach {
+impl Ingress {
     /// Whether the client proved it is someone the user trusts: local, or
     /// HTTP with the bearer token.
     pub fn is_trusted(self) -> bool {
         match self {
-            Reach::Local => true,
-            Reach::Http { token } => token,
+            Ingress::Local => true,
+            Ingress::Http { token } => token,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::messages::CallToolResult;
+use crate::mcp::messages::CallToolResult;
 
 /// A compiled `outputSchema`.
 pub struct OutputCheck {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::messages::{ResultError, methods};
+use crate::mcp::messages::{ResultError, methods};
 
 /// What the argument belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::messages::{ResultError, methods};
+use crate::mcp::messages::{ResultError, methods};
 
 /// A prompt as `prompts/list` names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,7 +97,7 @@ pub fn get_prompt_params(name: &str, arguments: &Map<String, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pages::Page;
+    use crate::mcp::pages::Page;
     use serde_json::json;
 
     #[test]

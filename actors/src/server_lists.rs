@@ -10,11 +10,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor_protocol::listing::{ListingBounds, ListingLimits, json_size};
-use mcpvisor_protocol::messages::{ServerCapabilities, methods};
-use mcpvisor_protocol::pages::{Page, list_params};
-use mcpvisor_protocol::prompts::Prompt;
-use mcpvisor_protocol::resources::{Resource, ResourceTemplate};
+use mcpvisor_protocol::mcp::messages::{ServerCapabilities, methods};
+use mcpvisor_protocol::mcp::pages::{Page, list_params};
+use mcpvisor_protocol::mcp::prompts::Prompt;
+use mcpvisor_protocol::mcp::resources::{Resource, ResourceTemplate};
+use mcpvisor_protocol::state::listing::{ListingBounds, ListingLimits, json_size};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -169,7 +169,7 @@ pub(crate) struct ServerLink {
     pub(crate) lists: Arc<Lists>,
     pub(crate) limits: ListingLimits,
     /// The revision the handshake settled on.
-    pub(crate) revision: Option<mcpvisor_protocol::revision::Revision>,
+    pub(crate) revision: Option<mcpvisor_protocol::mcp::revision::Revision>,
 }
 
 impl std::fmt::Debug for ServerLink {

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::messages::methods;
-use crate::revision::Revision;
+use crate::mcp::messages::methods;
+use crate::mcp::revision::Revision;
 
 /// A root: a place the host lets servers work in (`roots/list`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,7 +117,9 @@ impl ClientCapabilities {
     /// only where tools are offered.
     pub fn offers_request(self, method: &str, params: &Value) -> bool {
         match method {
-            methods::ELICIT if crate::url_elicitation::is_url_mode(params) => self.elicitation_url,
+            methods::ELICIT if crate::mcp::url_elicitation::is_url_mode(params) => {
+                self.elicitation_url
+            }
             methods::ELICIT => self.elicitation,
             methods::CREATE_MESSAGE if params.get("tools").is_some() => {
                 self.sampling && self.sampling_tools

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use base64::Engine;
 use mcpvisor::Host;
-use mcpvisor::protocol::messages::methods;
-use mcpvisor::protocol::revision::Revision;
+use mcpvisor::protocol::mcp::messages::methods;
+use mcpvisor::protocol::mcp::revision::Revision;
 use mcpvisor_serve::client::Client;
-use mcpvisor_serve::offered::{self, SERVER_META};
+use mcpvisor_serve::resources_prompts::{self, SERVER_META};
 use mcpvisor_serve::tools::Naming;
 use serde_json::{Map, Value, json};
 
@@ -31,7 +31,7 @@ pub(crate) enum Via<'a> {
 impl Via<'_> {
     async fn ask(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
         match self {
-            Via::Host(host) => offered::answer(
+            Via::Host(host) => resources_prompts::answer(
                 host,
                 Naming::Qualified,
                 1000,

@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::messages::Tool;
-use crate::names::{NameError, QualifiedMcpToolName};
+use crate::mcp::messages::Tool;
+use crate::mcp::names::{NameError, QualifiedMcpToolName};
 
 /// A tool as a host offers it to a model.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +24,7 @@ pub struct ToolDefinition {
     /// The schema of its results' `structuredContent`, as the server sent it.
     pub output_schema: Option<Value>,
     /// Its icons (from 2025-11-25), as checked.
-    pub icons: Vec<crate::icons::Icon>,
+    pub icons: Vec<crate::mcp::icons::Icon>,
     /// Behaviour hints (`readOnlyHint`, `destructiveHint`…), as the server sent
     /// them: hints from a server, not guarantees.
     pub annotations: Option<Value>,

@@ -1,0 +1,21 @@
+//! MCP types and their validation at the protocol/client boundary: the
+//! revisions and what each changes, messages, qualified names, tools and their
+//! schemas, prompts, resources, completion, icons, logging, tasks, elicitation
+//! forms.
+
+pub mod arguments_check;
+pub mod client_offers;
+pub mod completion;
+pub mod elicitation;
+pub mod icons;
+pub mod logging;
+pub mod messages;
+pub mod names;
+pub mod output_schema;
+pub mod pages;
+pub mod prompts;
+pub mod resources;
+pub mod revision;
+pub mod tasks;
+pub mod tool_schema;
+pub mod url_elicitation;

@@ -1,0 +1,7 @@
+//! The client side of a connection as state machines driven by values: the
+//! session (handshake, negotiated revision, what the server offers), the call
+//! table, the bounds on a paged listing.
+
+pub mod calls;
+pub mod listing;
+pub mod session;
