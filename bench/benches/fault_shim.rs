@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mcpvisor::transports::{Faulty, Oversized, TransportEvent, TransportSink, WireFaults};
+use mcpvisor_transports::{Faulty, Oversized, TransportEvent, TransportSink, WireFaults};
 
 /// Takes every event and keeps nothing, as cheaply as a sink can.
 struct Discard;

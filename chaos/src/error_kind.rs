@@ -2,7 +2,7 @@
 //! (`timeout`, `transport/Exited`, …).
 
 use mcpvisor::CallError;
-use mcpvisor::transports::TransportError;
+use mcpvisor::TransportError;
 
 /// The kind of a call error, for the report's counts.
 pub fn error_kind(e: &CallError) -> String {

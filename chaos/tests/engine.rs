@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{FaultKind, ServerSpec};
 use mcpvisor_chaos::{ChaosOptions, Load, Progress};
 use serde_json::json;

@@ -15,11 +15,11 @@ mod url;
 
 use std::sync::Arc;
 
-use mcpvisor::protocol::mcp::messages::{ClientCapabilities, methods};
-use mcpvisor::protocol::mcp::url_elicitation::is_url_mode;
-use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::settings::{SAMPLING_COMMAND, Settings};
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::url_elicitation::is_url_mode;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 
 use crate::Failure;
 use crate::output::clean_line;

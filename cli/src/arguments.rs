@@ -85,7 +85,7 @@ impl Given {
             object.insert(pair.key, value);
         }
         let arguments = Value::Object(object);
-        mcpvisor::protocol::mcp::arguments_check::check_arguments(schema, &arguments).map_err(
+        mcpvisor_protocol::mcp::arguments_check::check_arguments(schema, &arguments).map_err(
             |problems| {
                 format!(
                     "the arguments do not fit the tool's input schema: {}",

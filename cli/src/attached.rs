@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcpvisor::protocol::mcp::messages::{CallToolResult, methods};
 use mcpvisor::{QualifiedMcpToolName, ToolDefinition};
+use mcpvisor_protocol::mcp::messages::{CallToolResult, methods};
 use mcpvisor_serve::client::{Client, ClientError};
 use mcpvisor_serve::session::extension;
 use serde_json::{Value, json};
@@ -46,7 +46,7 @@ pub(crate) async fn all_tools(client: &mut Client) -> Result<Vec<Arc<ToolDefinit
                 input_schema: tool["inputSchema"].clone(),
                 title: tool["title"].as_str().map(str::to_string),
                 output_schema: tool.get("outputSchema").cloned(),
-                icons: mcpvisor::protocol::mcp::icons::Icon::read_all(&tool["icons"]),
+                icons: mcpvisor_protocol::mcp::icons::Icon::read_all(&tool["icons"]),
                 annotations: tool.get("annotations").cloned(),
             }));
         }
@@ -72,7 +72,7 @@ pub(crate) async fn call(
     }
     let started = std::time::Instant::now();
     let progress = Progress::new(json);
-    let on_progress = |n: &mcpvisor::protocol::wire::jsonrpc::Notification| {
+    let on_progress = |n: &mcpvisor_protocol::wire::jsonrpc::Notification| {
         if n.method != methods::PROGRESS {
             return;
         }

@@ -11,7 +11,7 @@ use mcpvisor::config::edit::{EditError, edit_file};
 use mcpvisor::config::expand::is_variable_name;
 use mcpvisor::config::{EntryProblem, FILE_NAME, McpConfig, process_env};
 use mcpvisor::project::Project;
-use mcpvisor::protocol::mcp::names::validate_server_name;
+use mcpvisor_protocol::mcp::names::validate_server_name;
 use serde::Serialize;
 use serde::ser::Serializer;
 use serde_json::json;

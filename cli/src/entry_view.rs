@@ -5,7 +5,7 @@
 
 use mcpvisor::config::{ServerEntry, TransportKind};
 use mcpvisor::project::EntryStatus;
-use mcpvisor::transports::redact_url;
+use mcpvisor_transports::redact_url;
 use serde_json::{Map, Value, json};
 
 use crate::output::clean_line;

@@ -6,8 +6,8 @@
 
 use std::process::ExitCode;
 
-use mcpvisor::protocol::wire::jsonrpc::error_codes;
 use mcpvisor::{Fault, parse_duration};
+use mcpvisor_protocol::wire::jsonrpc::error_codes;
 use mcpvisor_serve::client::{Client, ClientError};
 use mcpvisor_serve::inject::{FAULTS_DISABLED, FAULTS_NEED_TOKEN};
 use mcpvisor_serve::session::extension;

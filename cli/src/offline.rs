@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use mcpvisor::auth::{AuthState, BrowserDriver, HeadlessDriver};
 use mcpvisor::config::process_env;
+use mcpvisor::http_client;
 use mcpvisor::project::Project;
 use mcpvisor::settings::Settings;
-use mcpvisor::transports::http_client;
 use serde_json::{Value, json};
 
 use crate::Failure;

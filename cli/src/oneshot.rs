@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use mcpvisor::TransportError;
 use mcpvisor::config::process_env;
 use mcpvisor::project::Project;
 use mcpvisor::settings::Settings;
-use mcpvisor::transports::TransportError;
 use mcpvisor::{ConnectionError, Host, ServerSpec, ServerState, ServerStatus};
 
 use crate::Failure;

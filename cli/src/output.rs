@@ -78,7 +78,7 @@ pub(crate) fn fit(text: &str, room: usize) -> String {
     out
 }
 
-pub(crate) use mcpvisor::protocol::human::{count, duration};
+pub(crate) use mcpvisor_protocol::human::{count, duration};
 
 /// A call's result: the result on stdout (its JSON with `--json`), then on
 /// stderr whether the tool said it failed (the exit code says it too) and,

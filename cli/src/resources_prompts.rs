@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use base64::Engine;
 use mcpvisor::Host;
-use mcpvisor::protocol::mcp::messages::methods;
-use mcpvisor::protocol::mcp::revision::Revision;
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::revision::Revision;
 use mcpvisor_serve::client::Client;
 use mcpvisor_serve::resources_prompts::{self, SERVER_META};
 use mcpvisor_serve::tools::Naming;

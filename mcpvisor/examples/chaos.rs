@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{ServerSpec, StdioSpec};
 use mcpvisor_chaos::{ChaosOptions, Load, Progress};
 use serde_json::json;

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use mcpvisor::ClientCapabilities;
+use mcpvisor::HttpSpec;
+use mcpvisor::Versions;
 use mcpvisor::auth::{Grant, HeadlessDriver, IdentityProvider, OAuth, OAuthConfig};
-use mcpvisor::protocol::mcp::messages::ClientCapabilities;
-use mcpvisor::protocol::mcp::revision::Versions;
-use mcpvisor::transports::HttpSpec;
 use mcpvisor::{
     CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SecretString, ServerSpec,
     ServerState, SharedClientHandler, SupervisorOptions,

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::protocol::mcp::messages::ClientCapabilities;
-use mcpvisor::protocol::wire::jsonrpc::ErrorObject;
+use mcpvisor::ClientCapabilities;
+use mcpvisor::ErrorObject;
 use mcpvisor::{
     CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler,
     SupervisorOptions,

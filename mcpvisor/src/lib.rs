@@ -47,14 +47,21 @@ pub use mcpvisor_actors::{
     ServerState, ServerStatus, ServerTemplate, Skipped, StartError, SupervisorOptions,
     TransportSpec, Vitals,
 };
+pub use mcpvisor_protocol::mcp::client_offers::{ClientCapabilities, Root};
 pub use mcpvisor_protocol::mcp::completion::Completion;
 pub use mcpvisor_protocol::mcp::logging::LogLevel;
 pub use mcpvisor_protocol::mcp::prompts::{GetPromptResult, Prompt};
 pub use mcpvisor_protocol::mcp::resources::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
+pub use mcpvisor_protocol::mcp::revision::{Revision, Versions};
+pub use mcpvisor_protocol::state::listing::ListingLimits;
+pub use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};
-pub use mcpvisor_transports::{SecretString, StdioOptions, StdioSpec};
+pub use mcpvisor_transports::{
+    HttpHeaders, HttpOptions, HttpSpec, SecretString, StdioOptions, StdioSpec, TransportError,
+    http_client,
+};
 
 /// OAuth for HTTP servers.
 pub use mcpvisor_auth as auth;
@@ -64,7 +71,3 @@ pub use mcpvisor_auth as auth;
 pub use mcpvisor_cluster as cluster;
 #[cfg(feature = "cluster")]
 pub use mcpvisor_cluster::JoinCluster;
-/// The sans-I/O protocol crate.
-pub use mcpvisor_protocol as protocol;
-/// The transports crate.
-pub use mcpvisor_transports as transports;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use futures::{FutureExt, StreamExt};
-use mcpvisor::transports::TransportError;
+use mcpvisor::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use mcpvisor_demo::{
     GARBAGE_FLOOD_DONE, GARBAGE_FLOOD_LINES, HUGE_SCHEMA_PROPERTIES, MANY_TOOLS, REORDER_BATCH,

@@ -23,7 +23,7 @@ use std::fs;
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerSpec, ServerState};
 use serde_json::json;
 use testkit::http_server::{GetMode, HttpMcpServer, Script};

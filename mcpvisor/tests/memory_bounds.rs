@@ -10,8 +10,8 @@
 
 use std::process::Command;
 
-use mcpvisor::transports::{HttpSpec, TransportError};
 use mcpvisor::{CallError, Host, ServerSpec};
+use mcpvisor::{HttpSpec, TransportError};
 use serde_json::json;
 use testkit::http_server::{HttpMcpServer, Script};
 use testkit::{call, demo, fast_options, next_ready, peak_kib, reset_peak};

@@ -21,8 +21,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcpvisor::HttpSpec;
 use mcpvisor::auth::OAuth;
-use mcpvisor::transports::HttpSpec;
 use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerSpec, ServerState, Vitals};
 use serde_json::json;
 use testkit::auth_server::client::{TempHome, login, oauth_config, protected};

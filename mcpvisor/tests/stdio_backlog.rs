@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use futures::FutureExt;
-use mcpvisor::transports::TransportError;
+use mcpvisor::TransportError;
 use mcpvisor::{CallError, CallOptions, Host, HostEvent, PendingCall, ServerState};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;

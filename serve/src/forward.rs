@@ -14,10 +14,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use mcpvisor::protocol::mcp::messages::ClientCapabilities;
-use mcpvisor::protocol::mcp::url_elicitation;
-use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
+use mcpvisor_protocol::mcp::url_elicitation;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use parking_lot::Mutex;
 
 use crate::session::{Outbound, Session};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, ensure};
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{CallOptions, Host, ServerSpec, ServerState, StdioSpec, SupervisorOptions};
 use serde_json::Value;
 

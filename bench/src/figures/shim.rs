@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpvisor::transports::{Faulty, Oversized, TransportEvent, TransportSink, WireFaults};
+use mcpvisor_transports::{Faulty, Oversized, TransportEvent, TransportSink, WireFaults};
 use serde::Serialize;
 
 /// Events delivered per sample.

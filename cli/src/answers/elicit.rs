@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use inquire::InquireError;
 use mcpvisor::HostRequest;
-use mcpvisor::protocol::mcp::elicitation::Form;
-use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::mcp::elicitation::Form;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Map, Value, json};
 
 use super::fields;

@@ -9,7 +9,7 @@
 use inquire::list_option::ListOption;
 use inquire::validator::Validation;
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
-use mcpvisor::protocol::mcp::elicitation::{Choice, Field, FieldKind, Form, StringFormat};
+use mcpvisor_protocol::mcp::elicitation::{Choice, Field, FieldKind, Form, StringFormat};
 use serde_json::{Map, Value};
 
 use crate::output::clean_line;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor::HostRequest;
-use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;

@@ -6,8 +6,8 @@
 use std::io::IsTerminal;
 
 use mcpvisor::HostRequest;
-use mcpvisor::protocol::mcp::url_elicitation::UrlElicitation;
-use mcpvisor::protocol::wire::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 use super::elicit::{on_terminal, stopped};

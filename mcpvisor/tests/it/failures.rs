@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use mcpvisor::transports::TransportError;
+use mcpvisor::TransportError;
 use mcpvisor::{CallError, CallOptions, Host, HostEvent, ServerSpec, ServerState, StdioSpec};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -199,9 +199,8 @@ async fn restart_intensity_limit_marks_failed_until_asked_again() {
     assert!(reason.to_string().contains("exit code 4"), "{reason}");
     // The reason is typed: the process exited, with its status.
     match &*reason {
-        mcpvisor::ConnectionError::Transport(mcpvisor::transports::TransportError::Exited {
-            status,
-            ..
+        mcpvisor::ConnectionError::Transport(mcpvisor::TransportError::Exited {
+            status, ..
         }) => assert_eq!(status.code(), Some(4)),
         other => panic!("expected the exit as the reason, got {other:?}"),
     }
@@ -264,10 +263,7 @@ printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"echo","inputS
 exec 0<&-
 exec sleep 1000
 "#;
-    let spec = mcpvisor::ServerSpec::stdio(
-        "deaf",
-        mcpvisor::transports::StdioSpec::new("sh", ["-c", script]),
-    );
+    let spec = mcpvisor::ServerSpec::stdio("deaf", mcpvisor::StdioSpec::new("sh", ["-c", script]));
     let host = Host::start(vec![spec], fast_options()).await.unwrap();
     let mut events = Box::pin(host.events());
     next_ready(&mut events).await;
@@ -357,7 +353,7 @@ async fn an_http_server_that_goes_down_is_restarting_until_it_is_back() {
         .unwrap()
         .parse()
         .unwrap();
-    let spec = ServerSpec::http("everything", mcpvisor::transports::HttpSpec::new(url));
+    let spec = ServerSpec::http("everything", mcpvisor::HttpSpec::new(url));
     let mut options = fast_options();
     // Slow enough that the state between tries can be seen.
     options.restart.initial_backoff = Duration::from_secs(5);
@@ -426,7 +422,7 @@ async fn a_failed_server_is_tried_again_and_picked_up_when_it_is_back() {
     let port = testkit::peers::free_port();
     let spec = ServerSpec::http(
         "later",
-        mcpvisor::transports::HttpSpec::new(format!("http://127.0.0.1:{port}/mcp")),
+        mcpvisor::HttpSpec::new(format!("http://127.0.0.1:{port}/mcp")),
     );
     let mut options = fast_options();
     options.restart.max_restarts = 2;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::protocol::mcp::messages::ClientCapabilities;
-use mcpvisor::protocol::wire::jsonrpc::ErrorObject;
+use mcpvisor::ClientCapabilities;
+use mcpvisor::ErrorObject;
 use mcpvisor::{
     ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler, SupervisorOptions,
 };
@@ -255,7 +255,7 @@ async fn a_server_that_floods_requests_gets_errors_not_a_queue() {
 
 #[tokio::test]
 async fn roots_are_declared_listed_and_their_changes_announced() {
-    use mcpvisor::protocol::mcp::messages::Root;
+    use mcpvisor::Root;
     let host = everything_host(None, |o| {
         o.roots = Some(vec![Root {
             uri: "file:///work/project".into(),

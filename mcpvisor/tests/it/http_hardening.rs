@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{Host, HostEvent, SecretString, ServerSpec, SupervisorOptions};
 use serde_json::json;
 use testkit::http_server::{GetMode, HttpMcpServer, Script};

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use mcpvisor::transports::{HttpSpec, TransportError};
 use mcpvisor::{
     CallError, CallOptions, Host, HostEvent, SecretString, ServerSpec, ServerState,
     SupervisorOptions,
 };
+use mcpvisor::{HttpSpec, TransportError};
 use serde_json::json;
 use testkit::http_server::{AnswerMode, GetMode, HttpMcpServer, Script};
 use testkit::{call, eventually, fast_options, next_ready, wait_for};

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpvisor::TransportError;
 use mcpvisor::auth::{AuthError, AuthState, AuthorizationDriver, Grant, HeadlessDriver, OAuth};
-use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, SecretString, ServerState};
 use serde_json::json;
 use testkit::auth_server::client::{

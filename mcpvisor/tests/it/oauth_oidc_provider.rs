@@ -14,8 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use mcpvisor::TransportError;
 use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
-use mcpvisor::transports::TransportError;
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
 use serde_json::{Value, json};
 use testkit::auth_server::client::{

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpvisor::protocol::mcp::revision::{Revision, Versions};
 use mcpvisor::{Host, HostEvent, ServerSpec, ServerState, StdioSpec};
+use mcpvisor::{Revision, Versions};
 use serde_json::json;
 use testkit::http_server::{AnswerMode, HttpMcpServer, Script};
 use testkit::peers::{Peer, Wire};
@@ -74,7 +74,7 @@ async fn the_version_header_goes_on_every_request_after_initialize_from_2025_06_
         ),
     ] {
         let server = HttpMcpServer::start(Script::default()).await;
-        let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+        let spec = ServerSpec::http("fx", mcpvisor::HttpSpec::new(&server.url));
         let host = start(spec, versions).await;
         call(&host, "mcp__fx__echo", json!({"text": "x"}))
             .await
@@ -111,7 +111,7 @@ async fn a_renewed_http_session_asks_for_the_revision_the_connection_settled_on(
         ..Script::default()
     })
     .await;
-    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let spec = ServerSpec::http("fx", mcpvisor::HttpSpec::new(&server.url));
     let versions = Versions::parse(&["2025-11-25", "2025-03-26"]).unwrap();
     let host = start(spec, Some(versions)).await;
     call(&host, "mcp__fx__echo", json!({"text": "before"}))
@@ -143,7 +143,7 @@ async fn a_renewed_http_session_asks_for_the_revision_the_connection_settled_on(
 #[tokio::test]
 async fn a_renewal_refused_for_its_revision_leaves_no_half_made_session() {
     let server = HttpMcpServer::start(Script::default()).await;
-    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let spec = ServerSpec::http("fx", mcpvisor::HttpSpec::new(&server.url));
     let versions = Versions::parse(&["2025-06-18"]).unwrap();
     let host = start(spec, Some(versions)).await;
     call(&host, "mcp__fx__echo", json!({"text": "before"}))
@@ -188,13 +188,13 @@ async fn a_batch_at_a_revision_without_batches_ends_the_connection_typed() {
     };
     // At 2025-03-26 a batched answer is fine.
     let server = HttpMcpServer::start(script.clone()).await;
-    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let spec = ServerSpec::http("fx", mcpvisor::HttpSpec::new(&server.url));
     let host = start(spec, None).await;
     assert_eq!(host.servers()[0].state, ServerState::Ready);
     host.shutdown().await;
     // At 2025-06-18 it is a protocol error: the connection ends, saying why.
     let server = HttpMcpServer::start(script).await;
-    let spec = ServerSpec::http("fx", mcpvisor::transports::HttpSpec::new(&server.url));
+    let spec = ServerSpec::http("fx", mcpvisor::HttpSpec::new(&server.url));
     let mut options = fast_options();
     options.protocol_versions = Versions::only(Revision::V2025_06_18);
     let host = Host::start(vec![spec], options).await.unwrap();

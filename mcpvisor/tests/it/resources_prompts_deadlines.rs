@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcpvisor::transports::HttpSpec;
+use mcpvisor::HttpSpec;
 use mcpvisor::{CallError, Host, HostEvent, ServerSpec};
 use serde_json::json;
 use testkit::http_server::{HttpMcpServer, Script};

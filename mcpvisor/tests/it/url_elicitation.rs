@@ -9,9 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpvisor::protocol::mcp::messages::ClientCapabilities;
-use mcpvisor::protocol::mcp::revision::{Revision, Versions};
+use mcpvisor::ClientCapabilities;
 use mcpvisor::{ClientHandler, Host, HostAnswer, HostEvent, HostRequest, SharedClientHandler};
+use mcpvisor::{Revision, Versions};
 use serde_json::{Value, json};
 use testkit::peers::{Peer, Wire};
 use testkit::{call, drain, fast_options, wait_for};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpvisor::transports::TransportError;
+use mcpvisor::TransportError;
 use mcpvisor::{
     CallError, CallOptions, Fault, FaultError, Host, HostEvent, ServerState, ServerStatus,
 };

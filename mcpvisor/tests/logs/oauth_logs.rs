@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpvisor::HttpSpec;
 use mcpvisor::auth::{Grant, OAuth};
-use mcpvisor::transports::HttpSpec;
 use mcpvisor::{Host, HostEvent, SecretString, ServerSpec};
 use serde_json::json;
 use testkit::auth_server::client::{TempHome, http, login_expiring_in, oauth_config};

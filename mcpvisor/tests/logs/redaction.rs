@@ -5,8 +5,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use mcpvisor::config::McpConfig;
-use mcpvisor::transports::{HttpHeaders, HttpSpec, HttpTransport};
 use mcpvisor::{CallOptions, Host, SecretString, ServerSpec};
+use mcpvisor_transports::{HttpHeaders, HttpSpec, HttpTransport};
 use serde_json::json;
 use testkit::http_server::{GetMode, HttpMcpServer, Script};
 use testkit::{call, fast_options, next_ready};
@@ -118,7 +118,7 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
         headers: bad,
         oauth: None,
     };
-    let client = mcpvisor::transports::http_client(&Default::default()).unwrap();
+    let client = mcpvisor::http_client(&Default::default()).unwrap();
     let e = HttpTransport::new(
         "bad",
         &bad_spec,
@@ -206,8 +206,8 @@ async fn header_secrets_never_reach_logs_debug_errors_or_the_cli() {
 
 struct NullSink;
 
-impl mcpvisor::transports::TransportSink for NullSink {
-    async fn deliver(&self, _event: mcpvisor::transports::TransportEvent) -> bool {
+impl mcpvisor_transports::TransportSink for NullSink {
+    async fn deliver(&self, _event: mcpvisor_transports::TransportEvent) -> bool {
         true
     }
 }

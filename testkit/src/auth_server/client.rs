@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::Stream;
+use mcpvisor::HttpSpec;
 use mcpvisor::auth::{AuthError, AuthState, Grant, HeadlessDriver, OAuth, OAuthConfig};
-use mcpvisor::transports::HttpSpec;
 use mcpvisor::{Host, HostEvent, ServerSpec, ServerState};
 
 use super::{ACCESS_TTL, AuthServer, ClientKind, random_value};
@@ -72,7 +72,7 @@ pub async fn notes_server(kind: ClientKind, tag: &str) -> (AuthServer, TempHome,
 
 /// The HTTP client the host and the CLI use (no redirects followed, no `Referer`).
 pub fn http() -> reqwest::Client {
-    mcpvisor::transports::http_client(&Default::default()).expect("the production HTTP client")
+    mcpvisor::http_client(&Default::default()).expect("the production HTTP client")
 }
 
 /// What `mcpvisor login --headless` does: registration, authorization, code exchange.
