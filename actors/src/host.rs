@@ -14,8 +14,11 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 mod inject;
+mod node_link;
 mod ping;
 mod resources_prompts;
+
+pub use node_link::{NodeLink, node_link};
 
 pub use resources_prompts::{
     Catalog, CompletionTarget, RoutedPrompt, ServerResource, ServerTemplate, Skipped,
@@ -225,33 +228,9 @@ impl Host {
         }
     }
 
-    /// Names this host as a node of a cluster. Called once, by the cluster it
-    /// joins, before any [`Host::set_node_servers`]; false when it already has
-    /// a name.
-    pub fn name_node(&self, name: &str) -> bool {
-        self.0.nodes.name_local(Arc::from(name))
-    }
-
     /// This host's node name, once it joined a cluster.
     pub fn node_name(&self) -> Option<Arc<str>> {
         self.0.nodes.local().cloned()
-    }
-
-    /// Routes what another node of the cluster advertises, replacing what it
-    /// advertised before. Its tools are called like this host's own; a server
-    /// name that this host or a third node also supervises is routed on
-    /// neither, with a [`HostEvent::RouteConflict`] naming the nodes.
-    pub fn set_node_servers(&self, servers: NodeServers) {
-        self.0.nodes.set(servers);
-        let _ = self.0.supervisor.cast(SupervisorMsg::NodesChanged);
-    }
-
-    /// Withdraws every route to `node` (lost, or gone from the cluster).
-    /// Calls already on their way there are the cluster's to fail.
-    pub fn forget_node(&self, node: &str) {
-        if self.0.nodes.remove(node) {
-            let _ = self.0.supervisor.cast(SupervisorMsg::NodesChanged);
-        }
     }
 
     /// What every other node advertises, as last told.
@@ -278,21 +257,6 @@ impl Host {
     /// the first subscriber's replay from the embedding application.
     pub fn events_from_now(&self) -> impl Stream<Item = HostEvent> + Send + 'static {
         event_stream(self.0.bus.subscribe())
-    }
-
-    /// Tells this host's subscribers what happened to other nodes of its
-    /// cluster. Only [`HostEvent::NodeJoined`], [`HostEvent::NodeLost`] and
-    /// [`HostEvent::Remote`] are taken (a cluster relays them); for any other
-    /// event this returns false and emits nothing.
-    pub fn announce(&self, event: HostEvent) -> bool {
-        let about_nodes = matches!(
-            event,
-            HostEvent::NodeJoined { .. } | HostEvent::NodeLost { .. } | HostEvent::Remote { .. }
-        );
-        if about_nodes {
-            self.0.bus.emit(event);
-        }
-        about_nodes
     }
 
     /// Every server's status, sorted by name.

@@ -46,8 +46,8 @@ pub use error::{CallError, ConnectionError, DownReason, StartError};
 pub use events::HostEvent;
 pub use fault::{Fault, FaultError, FaultKind};
 pub use host::{
-    CallCanceller, Catalog, CompletionTarget, Host, PendingCall, RoutedPrompt, ServerResource,
-    ServerTemplate, Skipped,
+    CallCanceller, Catalog, CompletionTarget, Host, NodeLink, PendingCall, RoutedPrompt,
+    ServerResource, ServerTemplate, Skipped, node_link,
 };
 pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
 pub use messages::ReloadReport;

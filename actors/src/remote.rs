@@ -1,8 +1,8 @@
 //! Servers that another node supervises, as this host routes to them.
 //!
 //! A cluster (the `mcpvisor-cluster` crate) tells the host what each other node
-//! advertises ([`Host::set_node_servers`](crate::Host::set_node_servers)) and
-//! forgets a node it lost ([`Host::forget_node`](crate::Host::forget_node)).
+//! advertises ([`NodeLink::set_node_servers`](crate::NodeLink::set_node_servers)) and
+//! forgets a node it lost ([`NodeLink::forget_node`](crate::NodeLink::forget_node)).
 //! The registry folds those servers into the one route table, under the same
 //! qualified names, so a host calls a remote tool exactly as a local one. A
 //! server name that two nodes claim is routed on neither.

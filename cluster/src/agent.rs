@@ -324,7 +324,7 @@ impl AgentState {
             None,
         );
         tracing::info!(node = %name, "cluster node met");
-        self.host
+        mcpvisor_actors::node_link(&self.host)
             .announce(HostEvent::NodeJoined { node: name.clone() });
         self.peers.insert(
             name.clone(),
@@ -392,7 +392,7 @@ impl AgentState {
         if peer.lost {
             // It speaks again: a fresh link, and its servers asked for anew.
             tracing::info!(node = %from, "cluster node back");
-            self.host
+            mcpvisor_actors::node_link(&self.host)
                 .announce(HostEvent::NodeJoined { node: from.clone() });
             peer.lost = false;
             peer.link = Link::new(
@@ -471,7 +471,7 @@ impl AgentState {
                     }
                     text.truncate(end);
                 }
-                self.host.announce(HostEvent::Remote {
+                mcpvisor_actors::node_link(&self.host).announce(HostEvent::Remote {
                     node: from.clone(),
                     kind: Arc::from(kind.chars().take(64).collect::<String>()),
                     server: server.map(|s| Arc::from(s.chars().take(128).collect::<String>())),
@@ -497,7 +497,7 @@ impl AgentState {
             .into_iter()
             .filter_map(|s| s.into_remote(node))
             .collect();
-        self.host.set_node_servers(NodeServers {
+        mcpvisor_actors::node_link(&self.host).set_node_servers(NodeServers {
             node: node.clone(),
             servers,
             calls: Arc::new(link.clone()),

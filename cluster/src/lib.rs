@@ -219,7 +219,7 @@ async fn join(host: Host, mut options: ClusterOptions) -> Result<Cluster, Cluste
         .await
         .map_err(|e| ClusterError::Start(e.to_string()))?;
     // Named once the node can start, so a join that failed can be tried again.
-    if !host.name_node(&name) {
+    if !mcpvisor_actors::node_link(&host).name_node(&name) {
         node_server.stop(None);
         return Err(ClusterError::AlreadyJoined(
             host.node_name().map(|n| n.to_string()).unwrap_or_default(),

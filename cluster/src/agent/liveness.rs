@@ -55,7 +55,7 @@ impl AgentState {
         };
         if !peer.lost {
             tracing::warn!(node = %name, waiting = peer.link.waiting(), "cluster node lost: {why}");
-            self.host.announce(HostEvent::NodeLost {
+            mcpvisor_actors::node_link(&self.host).announce(HostEvent::NodeLost {
                 node: name.clone(),
                 reason: why.to_string(),
             });
@@ -69,7 +69,7 @@ impl AgentState {
         // it waits for an answer that will not come.
         let link = peer.link.clone();
         self.inbound.drop_node(name, &link);
-        self.host.forget_node(name);
+        mcpvisor_actors::node_link(&self.host).forget_node(name);
     }
 
     /// Dials the addresses no node this one has a session with listens on
