@@ -27,14 +27,12 @@ use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
 use mcpvisor_protocol::{CallToolResult, Message, QualifiedMcpToolName, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
-use ractor::ActorRef;
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::error::CallError;
-use crate::messages::{ServerMsg, TransportMsg};
 use crate::options::ProgressCallback;
 
 /// A tool's compiled `outputSchema`, with the names its errors give.
@@ -69,12 +67,32 @@ impl Reply {
     }
 }
 
-/// Where a lane's lines go.
-pub(crate) enum LaneWriter {
-    /// Straight into the server's stdin.
-    Stdio(Arc<StdioWriter>),
-    /// Through the transport actor, which posts each request on its own task.
-    Actor(ActorRef<TransportMsg>),
+/// Where a lane's lines go: straight into a stdio server's stdin, or through
+/// the transport actor, which posts each HTTP request on its own task.
+pub(crate) trait LaneWrite: Send + Sync {
+    /// Sends `out`, whose line ends with its newline (stdio frames with it; an
+    /// HTTP body goes without).
+    fn write(&self, out: Outbound) -> Result<(), TransportError>;
+
+    /// The lane stopped waiting for `id`: an HTTP request holds its
+    /// connection until answered, so it is let go. Nothing to do on stdio.
+    fn abandon(&self, _id: RequestId) {}
+}
+
+/// What the lane tells its connection, which ends when either happens.
+pub(crate) trait LaneReport: Send + Sync {
+    /// Call `id` ran past its timeout `after`. False when nobody heard it (the
+    /// connection's actor is gone), so the lane fails what is left itself.
+    fn call_timed_out(&self, id: i64, after: Duration) -> bool;
+
+    /// A write failed for a reason other than backlog (told once per lane).
+    fn write_failed(&self, error: TransportError);
+}
+
+impl LaneWrite for StdioWriter {
+    fn write(&self, out: Outbound) -> Result<(), TransportError> {
+        self.write_line(out.line)
+    }
 }
 
 /// What the lane keeps per call; the call's state is the table's.
@@ -92,8 +110,8 @@ struct Slot {
 /// The calls in flight on one connection.
 pub(crate) struct CallLane {
     server: Arc<str>,
-    actor: ActorRef<ServerMsg>,
-    writer: LaneWriter,
+    report: Arc<dyn LaneReport>,
+    writer: Arc<dyn LaneWrite>,
     ids: Arc<AtomicI64>,
     calls: Mutex<CallTable<Slot, Instant>>,
     /// Wakes the deadline task when a call is due sooner than its timer.
@@ -124,14 +142,14 @@ impl std::fmt::Debug for CallLane {
 impl CallLane {
     pub(crate) fn new(
         server: Arc<str>,
-        actor: ActorRef<ServerMsg>,
-        writer: LaneWriter,
+        report: Arc<dyn LaneReport>,
+        writer: Arc<dyn LaneWrite>,
         ids: Arc<AtomicI64>,
         max_in_flight: usize,
     ) -> Self {
         CallLane {
             server,
-            actor,
+            report,
             writer,
             ids,
             calls: Mutex::new(CallTable::new(max_in_flight)),
@@ -320,10 +338,7 @@ impl CallLane {
         };
         let mut line = note.to_vec();
         line.push(b'\n');
-        if let LaneWriter::Actor(transport) = &self.writer {
-            // Over HTTP the request holds a connection until answered: let it go.
-            let _ = transport.cast(TransportMsg::Abandon(RequestId::Number(id)));
-        }
+        self.writer.abandon(RequestId::Number(id));
         // Best effort: a server that is not reading will not act on it anyway.
         let _ = self.write(Outbound {
             line,
@@ -345,11 +360,7 @@ impl CallLane {
                 server: self.server.clone(),
                 after: slot.after,
             });
-            let told = self.actor.cast(ServerMsg::CallTimedOut {
-                id,
-                after: slot.after,
-            });
-            if told.is_err() {
+            if !self.report.call_timed_out(id, slot.after) {
                 // No actor to end the connection: fail what is left here.
                 self.close(&CallError::ConnectionClosed {
                     server: self.server.clone(),
@@ -502,16 +513,8 @@ impl CallLane {
 
     /// Sends `out`, whose line ends with its newline (stdio frames with it; an
     /// HTTP body goes without). A failed write is reported to the actor.
-    fn write(&self, mut out: Outbound) -> Result<(), TransportError> {
-        let sent = match &self.writer {
-            LaneWriter::Stdio(stdin) => stdin.write_line(out.line),
-            LaneWriter::Actor(transport) => {
-                out.line.pop();
-                transport
-                    .cast(TransportMsg::Send(out))
-                    .map_err(|_| TransportError::Closed)
-            }
-        };
+    fn write(&self, out: Outbound) -> Result<(), TransportError> {
+        let sent = self.writer.write(out);
         if let Err(e) = &sent {
             self.write_failed(e.clone());
         }
@@ -526,10 +529,7 @@ impl CallLane {
             return;
         }
         if !self.write_failed.swap(true, Ordering::AcqRel) {
-            let _ = self.actor.cast(ServerMsg::WriteFailed {
-                error,
-                confirmed: false,
-            });
+            self.report.write_failed(error);
         }
     }
 
@@ -601,5 +601,7 @@ async fn watch_deadlines(lane: Weak<CallLane>, wake: Arc<Notify>) {
     }
 }
 
+#[cfg(test)]
+pub(crate) mod test_ports;
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,6 @@
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
-use crate::messages::{ServerMsg, TransportMsg};
-
 /// Records every message of type `M` it receives.
 pub(crate) struct Recorder<M>(std::marker::PhantomData<fn() -> M>);
 
@@ -40,15 +38,4 @@ pub(crate) async fn recorder<M: ractor::Message>() -> (ActorRef<M>, mpsc::Unboun
         .await
         .expect("spawn a recorder");
     (actor, rx)
-}
-
-/// A server actor and a transport actor that only record.
-pub(crate) async fn server_and_transport() -> (
-    (ActorRef<ServerMsg>, mpsc::UnboundedReceiver<ServerMsg>),
-    (
-        ActorRef<TransportMsg>,
-        mpsc::UnboundedReceiver<TransportMsg>,
-    ),
-) {
-    (recorder().await, recorder().await)
 }

@@ -1,36 +1,28 @@
-//! The lane over recording actors: calls answered, cancelled (with the
-//! notification on the wire), failed alone, closed, and timed out by the
-//! connection's own deadline task while nobody polls the call.
+//! The lane over recording ports, with no actor alive: calls answered,
+//! cancelled (with the notification on the wire), failed alone, closed, and
+//! timed out by the connection's own deadline task while nobody polls the call
+//! (on paused time: the clock moves only when every task waits).
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response};
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::json;
 
-use super::{CallLane, LaneWriter};
+use super::CallLane;
+use super::test_ports::{Told, Wrote, recorded_lane};
 use crate::error::CallError;
-use crate::messages::{ServerMsg, TransportMsg};
-use crate::test_actors::server_and_transport;
 
-async fn lane() -> (
+fn lane() -> (
     Arc<CallLane>,
-    tokio::sync::mpsc::UnboundedReceiver<ServerMsg>,
-    tokio::sync::mpsc::UnboundedReceiver<TransportMsg>,
+    tokio::sync::mpsc::UnboundedReceiver<Told>,
+    tokio::sync::mpsc::UnboundedReceiver<Wrote>,
 ) {
-    let ((server, server_rx), (transport, transport_rx)) = server_and_transport().await;
-    let lane = Arc::new(CallLane::new(
-        Arc::from("s"),
-        server,
-        LaneWriter::Actor(transport),
-        Arc::new(AtomicI64::new(0)),
-        4,
-    ));
+    let (lane, wrote, told) = recorded_lane("s", 4);
     lane.start_deadlines();
     lane.open();
-    (lane, server_rx, transport_rx)
+    (lane, told, wrote)
 }
 
 fn answer(id: i64, text: &str) -> Message {
@@ -42,11 +34,11 @@ fn answer(id: i64, text: &str) -> Message {
 
 #[tokio::test]
 async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
-    let (lane, _s, mut t) = lane().await;
+    let (lane, _s, mut t) = lane();
     let (id, answer_rx) = lane
         .start("echo", None, None, None, Duration::from_secs(60))
         .unwrap();
-    let Some(TransportMsg::Send(out)) = t.recv().await else {
+    let Some(Wrote::Send(out)) = t.recv().await else {
         panic!("the request was written")
     };
     assert_eq!(out.id, Some(RequestId::Number(id)));
@@ -60,7 +52,7 @@ async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
 
 #[tokio::test]
 async fn a_cancel_answers_the_caller_and_tells_the_server() {
-    let (lane, _s, mut t) = lane().await;
+    let (lane, _s, mut t) = lane();
     let (id, answer_rx) = lane
         .start("slow", None, None, None, Duration::from_secs(60))
         .unwrap();
@@ -70,8 +62,8 @@ async fn a_cancel_answers_the_caller_and_tells_the_server() {
         answer_rx.await.unwrap(),
         Err(CallError::Cancelled)
     ));
-    assert!(matches!(t.recv().await, Some(TransportMsg::Abandon(RequestId::Number(n))) if n == id));
-    let Some(TransportMsg::Send(note)) = t.recv().await else {
+    assert!(matches!(t.recv().await, Some(Wrote::Abandon(RequestId::Number(n))) if n == id));
+    let Some(Wrote::Send(note)) = t.recv().await else {
         panic!("a notification was written")
     };
     let note: serde_json::Value = serde_json::from_slice(&note.line).unwrap();
@@ -83,9 +75,9 @@ async fn a_cancel_answers_the_caller_and_tells_the_server() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_deadline_fires_without_anyone_polling() {
-    let (lane, mut s, _t) = lane().await;
+    let (lane, mut s, _t) = lane();
     let (id, answer_rx) = lane
         .start("hang", None, None, None, Duration::from_millis(50))
         .unwrap();
@@ -93,7 +85,9 @@ async fn the_deadline_fires_without_anyone_polling() {
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
         .await
         .unwrap();
-    assert!(matches!(told, Some(ServerMsg::CallTimedOut { id: n, .. }) if n == id));
+    assert!(
+        matches!(told, Some(Told::TimedOut { id: n, after }) if n == id && after == Duration::from_millis(50))
+    );
     assert!(lane.take_expired(id), "the connection must end");
     assert!(matches!(
         answer_rx.await.unwrap(),
@@ -101,9 +95,9 @@ async fn the_deadline_fires_without_anyone_polling() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_sooner_deadline_wakes_the_timer() {
-    let (lane, mut s, _t) = lane().await;
+    let (lane, mut s, _t) = lane();
     let (_long, _long_rx) = lane
         .start("a", None, None, None, Duration::from_secs(600))
         .unwrap();
@@ -113,12 +107,12 @@ async fn a_sooner_deadline_wakes_the_timer() {
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
         .await
         .unwrap();
-    assert!(matches!(told, Some(ServerMsg::CallTimedOut { id, .. }) if id == short));
+    assert!(matches!(told, Some(Told::TimedOut { id, .. }) if id == short));
 }
 
 #[tokio::test]
 async fn limits_failures_and_close_are_typed() {
-    let (lane, _s, _t) = lane().await;
+    let (lane, _s, _t) = lane();
     let mut waiting = Vec::new();
     for _ in 0..4 {
         waiting.push(
@@ -152,4 +146,24 @@ async fn limits_failures_and_close_are_typed() {
         lane.start("x", None, None, None, Duration::from_secs(60)),
         Err(CallError::ServerUnavailable { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_failed_write_is_reported_once_and_the_call_fails_typed() {
+    let (lane, mut told, wrote) = lane();
+    // The connection's writer is gone: every write fails from now on.
+    drop(wrote);
+    for _ in 0..2 {
+        assert!(matches!(
+            lane.start("x", None, None, None, Duration::from_secs(60)),
+            Err(CallError::ServerUnavailable { .. })
+        ));
+    }
+    assert!(matches!(
+        told.try_recv(),
+        Ok(Told::WriteFailed(
+            mcpvisor_transports::TransportError::Closed
+        ))
+    ));
+    assert!(told.try_recv().is_err(), "told once, not per write");
 }

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::Tool;
@@ -12,13 +11,12 @@ use serde_json::json;
 
 use super::{RegistryArgs, RegistryState, ToolsReport, published_servers};
 use crate::events::{EventBus, HostEvent};
-use crate::lane::{CallLane, LaneWriter};
+use crate::lane::test_ports::recorded_lane;
 use crate::nodes::NodeBoard;
 use crate::remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};
 use crate::routes::RouteSnapshot;
 use crate::server_lists::{Offers, ServerLink};
 use crate::status::{ServerId, StatusBoard};
-use crate::test_actors::server_and_transport;
 
 fn state() -> (RegistryState, tokio::sync::broadcast::Receiver<HostEvent>) {
     let bus = EventBus::new(64);
@@ -49,14 +47,7 @@ fn tool(name: &str) -> Tool {
 }
 
 async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
-    let ((server, _), (transport, _)) = server_and_transport().await;
-    let lane = Arc::new(CallLane::new(
-        Arc::from(name),
-        server,
-        LaneWriter::Actor(transport),
-        Arc::new(AtomicI64::new(0)),
-        8,
-    ));
+    let (lane, _, _) = recorded_lane(name, 8);
     let link = Arc::new(ServerLink {
         id: ServerId(id),
         name: Arc::from(name),

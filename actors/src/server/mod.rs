@@ -10,6 +10,7 @@
 //! nowhere to go.
 
 mod connection;
+mod lane_ports;
 mod malformed;
 
 use std::sync::{Arc, OnceLock};
@@ -25,7 +26,7 @@ use crate::context::HostContext;
 use crate::error::{ConnectionError, FailureCell};
 use crate::fault_board::LiveConnection;
 use crate::inbound::InboundSink;
-use crate::lane::{CallLane, LaneWriter};
+use crate::lane::{CallLane, LaneWrite};
 use crate::messages::{ServerMsg, SupervisorMsg, TransportFault, TransportMsg};
 use crate::options::{ServerSpec, TransportSpec};
 use crate::status::ServerId;
@@ -125,14 +126,14 @@ impl Actor for ServerActor {
                 sink,
             },
         );
-        let writer = match stdin {
-            Some(stdin) => LaneWriter::Stdio(stdin),
-            None => LaneWriter::Actor(child.clone()),
+        let writer: Arc<dyn LaneWrite> = match stdin {
+            Some(stdin) => stdin,
+            None => Arc::new(child.clone()),
         };
         let ids = Arc::new(AtomicI64::new(0));
         let lane = Arc::new(CallLane::new(
             Arc::from(spec.name.as_str()),
-            myself.clone(),
+            Arc::new(myself.clone()),
             writer,
             ids.clone(),
             ctx.options.max_in_flight,
