@@ -116,14 +116,23 @@ pub async fn call(
         .await
 }
 
-/// The name the test harness gives `test` of the module `module` (pass
-/// `module_path!()`): its path without the crate's name, which is what
-/// `--exact` matches when a test re-runs its own binary for one test.
-pub fn test_name(module: &str, test: &str) -> String {
-    match module.split_once("::") {
+/// Runs the ignored test `test` of the module `module` (pass `module_path!()`)
+/// alone, in a fresh process of this test binary, with `env` set and its
+/// output piped: for a test that needs several processes of its own.
+pub fn rerun_alone(module: &str, test: &str, env: &[(&str, &str)]) -> std::process::Child {
+    // The harness names a test by its path without the crate's name.
+    let name = match module.split_once("::") {
         Some((_, path)) => format!("{path}::{test}"),
         None => test.to_string(),
+    };
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--exact", &name, "--ignored", "--nocapture"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, value) in env {
+        cmd.env(key, value);
     }
+    cmd.spawn().expect("re-run this test binary")
 }
 
 /// A new, empty directory for one test, `mcpvisor-<name>-<pid>-<n>` under the

@@ -480,20 +480,12 @@ async fn two_processes_refreshing_at_once_at_the_provider_make_one_refresh() {
 
     let children: Vec<_> = (0..2)
         .map(|id| {
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    testkit::test_name(module_path!(), "oidc_refresh_child_process").as_str(),
-                    "--ignored",
-                    "--nocapture",
-                ])
-                .env(CHILD_HOME, &home.0)
-                .env(CHILD_URL, provider.mcp_url())
-                .env(CHILD_ID, id.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("re-run this test binary")
+            let (home, url, id) = (home.0.to_string_lossy(), provider.mcp_url(), id.to_string());
+            testkit::rerun_alone(
+                module_path!(),
+                "oidc_refresh_child_process",
+                &[(CHILD_HOME, &home), (CHILD_URL, &url), (CHILD_ID, &id)],
+            )
         })
         .collect();
     let ready = |id: usize| home.0.join(format!("ready-{id}")).exists();

@@ -4,7 +4,6 @@
 //! replaced atomically; a file damaged by hand is reported, never reset.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,20 +60,12 @@ async fn two_processes_refreshing_at_once_make_one_refresh() {
 
     let children: Vec<_> = (0..2)
         .map(|id| {
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    testkit::test_name(module_path!(), "refresh_child_process").as_str(),
-                    "--ignored",
-                    "--nocapture",
-                ])
-                .env(CHILD_HOME, &home.0)
-                .env(CHILD_URL, auth.mcp_url())
-                .env(CHILD_ID, id.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("re-run this test binary")
+            let (home, url, id) = (home.0.to_string_lossy(), auth.mcp_url(), id.to_string());
+            testkit::rerun_alone(
+                module_path!(),
+                "refresh_child_process",
+                &[(CHILD_HOME, &home), (CHILD_URL, &url), (CHILD_ID, &id)],
+            )
         })
         .collect();
     let ready = |id: usize| home.0.join(format!("ready-{id}")).exists();
