@@ -11,13 +11,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use futures::future::Abortable;
-use mcpvisor::{CallError, CallOptions, HostEvent, QualifiedMcpToolName};
+use mcpvisor::CallError;
 use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
 use mcpvisor_protocol::mcp::revision::Revision;
-use mcpvisor_protocol::mcp::url_elicitation;
 use mcpvisor_protocol::wire::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response, error_codes,
 };
@@ -25,16 +23,19 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::convert;
 use crate::events::{self, level_rank};
 use crate::gateway::Gateway;
 use crate::handshake;
 use crate::inject;
 
+mod asks;
+mod calls;
+mod notices;
+mod options;
 mod url_steps;
 use crate::in_flight::{Admitted, Refusal, Registered, RequestMarks, Requests};
 use crate::ingress::Ingress;
-use crate::outcome::{self, Outcome};
+use crate::outcome::Outcome;
 use crate::resources_prompts;
 use crate::subscriptions;
 use crate::tools::{self, Naming};
@@ -320,66 +321,6 @@ impl Session {
         self.state.lock().revision
     }
 
-    /// Whether the client declared the capability a server request needs.
-    pub(crate) fn offers(&self, method: &str, params: &Value) -> bool {
-        self.state.lock().client.offers_request(method, params)
-    }
-
-    /// Sends the client a request on `replies` and waits for its answer (the
-    /// caller bounds the wait; a dropped wait forgets the request).
-    pub(crate) async fn ask(
-        &self,
-        method: &str,
-        params: Value,
-        replies: &Outbound,
-    ) -> Result<Value, ErrorObject> {
-        let id = RequestId::String(format!(
-            "mcpvisor-{}",
-            self.next_ask
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let (tx, rx) = oneshot::channel();
-        {
-            // Checked under the same lock `close` clears: no ask outlives the session.
-            let mut asks = self.asks.lock();
-            if self.requests.is_closed() {
-                return Err(error(
-                    error_codes::INTERNAL_ERROR,
-                    "the client's session has ended",
-                ));
-            }
-            asks.insert(id.clone(), tx);
-        }
-        let forget = AskGuard {
-            session: self,
-            id: id.clone(),
-        };
-        let request = Message::Request(Request::new(id, method, Some(params)));
-        if replies.send(request).await.is_err() {
-            return Err(error(
-                error_codes::INTERNAL_ERROR,
-                "the client went away before it could be asked",
-            ));
-        }
-        let answer = rx.await.unwrap_or_else(|_| {
-            Err(error(
-                error_codes::INTERNAL_ERROR,
-                "the client's session ended before it answered",
-            ))
-        });
-        drop(forget);
-        answer
-    }
-
-    fn answered(&self, id: &RequestId, answer: Result<Value, ErrorObject>) {
-        match self.asks.lock().remove(id) {
-            Some(waiting) => {
-                let _ = waiting.send(answer);
-            }
-            None => tracing::debug!(%id, "a downstream client answered no request of ours"),
-        }
-    }
-
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.requests.len()
@@ -514,237 +455,11 @@ impl Session {
             )),
         }
     }
-
-    /// How tools are named to this client.
-    fn naming(&self) -> Naming {
-        match self.naming.load(std::sync::atomic::Ordering::Relaxed) {
-            n if n == Naming::Short as u8 => Naming::Short,
-            _ => Naming::Qualified,
-        }
-    }
-
-    /// [`extension::SESSION`]: a relayed client's own options, before it
-    /// initializes; what this gateway cannot honour is refused, not ignored.
-    fn set_options(&self, params: Option<&Value>) -> Outcome {
-        if !matches!(self.ingress, Ingress::Local) {
-            return Err(error(
-                error_codes::INVALID_REQUEST,
-                "session options are for the local socket",
-            ));
-        }
-        if self.state.lock().greeted {
-            return Err(error(
-                error_codes::INVALID_REQUEST,
-                "session options come before `initialize`",
-            ));
-        }
-        let naming = match params.and_then(|p| p.get("names")).and_then(Value::as_str) {
-            None | Some("qualified") => Naming::Qualified,
-            Some("short") => Naming::Short,
-            Some(_) => {
-                return Err(error(
-                    error_codes::INVALID_PARAMS,
-                    "`names` is `short` or `qualified`",
-                ));
-            }
-        };
-        let faults = params
-            .and_then(|p| p.get("faults"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        if faults && !self.gateway.options().allow_faults {
-            return Err(error(
-                error_codes::INVALID_PARAMS,
-                "the running serve was started without --allow-faults; stop it, or start this one without the flag",
-            ));
-        }
-        self.naming
-            .store(naming as u8, std::sync::atomic::Ordering::Relaxed);
-        self.faults_off
-            .store(!faults, std::sync::atomic::Ordering::Relaxed);
-        Ok(json!({}))
-    }
-
-    async fn call(
-        &self,
-        params: Option<Value>,
-        replies: &Outbound,
-        marks: &RequestMarks,
-        registered: &Registered,
-    ) -> Outcome {
-        let params = params.unwrap_or(Value::Null);
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Err(error(
-                error_codes::INVALID_PARAMS,
-                "tools/call needs a string `name`",
-            ));
-        };
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => Value::Null,
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => {
-                return Err(error(
-                    error_codes::INVALID_PARAMS,
-                    "`arguments` must be an object",
-                ));
-            }
-        };
-        let routed = self.naming().route(name);
-        let host = self.gateway.host();
-        let Some(route) = routed.as_deref() else {
-            return outcome::unrouted(host, name, None);
-        };
-        let mut options = CallOptions::default();
-        // mcpvisor's own clients may shorten (or lengthen) the server's timeout.
-        let patience = params
-            .get("_meta")
-            .and_then(|m| m.get(extension::TIMEOUT_MS))
-            .and_then(Value::as_u64)
-            .map(Duration::from_millis);
-        let token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_number())
-            .cloned();
-        if let Some(token) = token {
-            let sink = replies.clone();
-            options = options.on_progress(move |p| {
-                let mut params = json!({"progressToken": token, "progress": p.progress});
-                if let Some(total) = p.total {
-                    params["total"] = json!(total);
-                }
-                if let Some(message) = &p.message {
-                    params["message"] = json!(message);
-                }
-                // Progress is advisory: when the reader is this far behind, drop it.
-                let _ = sink.try_send(notification(methods::PROGRESS, params));
-            });
-        }
-        // While it runs, the server's requests (sampling, elicitation) come here.
-        let _caller = match (self.gateway.callers(), QualifiedMcpToolName::parse(route)) {
-            (Some(callers), Ok(name)) => {
-                Some(callers.enter(Arc::from(name.server()), self.me.clone(), replies.clone()))
-            }
-            _ => None,
-        };
-        let mut pending = registered.detaching(host.call(route, arguments, options));
-        let given_up = async {
-            match patience {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            result = &mut pending => match result {
-                Ok(result) => Ok(convert::tool_result_for(self.revision(), result.to_value())),
-                Err(CallError::UnknownTool(_) | CallError::ServerUnavailable { .. }) => {
-                    outcome::unrouted(host, name, Some(route))
-                }
-                Err(e @ CallError::RouteRefused { .. }) => outcome::refused(host, &e, Some(route)),
-                Err(CallError::Rpc { server, error })
-                    if error.code == url_elicitation::URL_ELICITATION_REQUIRED =>
-                {
-                    self.url_elicitation_required(&server, error)
-                }
-                Err(e) => outcome::failed(e),
-            },
-            () = given_up => {
-                // A client's own limit cancels its call; it must not end a
-                // connection that other sessions share.
-                marks.cancel();
-                Ok(outcome::tool_error(format!(
-                    "no answer within {}s (this call's own limit); the call was cancelled",
-                    patience.unwrap_or_default().as_secs_f64()
-                )))
-            }
-            () = self.gateway.stopped() => {
-                // Stopping is the end of the call, not a client gone away.
-                marks.cancel();
-                outcome::shutting_down()
-            }
-        }
-    }
-
-    /// Reacts to one supervisor event; returns which lists may have changed.
-    pub(crate) fn on_event(&self, event: &HostEvent) -> wire::Changed {
-        let (watching, log_level) = {
-            let state = self.state.lock();
-            (state.watching, state.log_level)
-        };
-        // A call's progress goes to the session that made the call, through
-        // the call itself; a watcher sees no other session's.
-        if watching && !matches!(event, HostEvent::Progress { .. }) {
-            let mut described = wire::event_json(event);
-            // In a cluster, this node's own events carry its name too.
-            if described.get("node").is_none()
-                && let Some(node) = self.gateway.host().node_name()
-            {
-                described["node"] = json!(&*node);
-            }
-            let params = json!({"text": event.to_string(), "event": described});
-            let _ = self
-                .notices
-                .try_send(notification(extension::EVENT, params));
-        }
-        // Server logs may carry any session's call data: for trusted clients only.
-        if let (HostEvent::ServerLog { server, message }, Some(min)) = (event, log_level)
-            && self.ingress.is_trusted()
-            && level_rank(&message.level).is_some_and(|l| l >= min)
-        {
-            let params = json!({"level": message.level, "logger": &**server, "data": message.data});
-            let _ = self
-                .notices
-                .try_send(notification(methods::LOG_MESSAGE, params));
-        }
-        if let HostEvent::ElicitationComplete {
-            server,
-            elicitation_id,
-        } = event
-        {
-            self.completed(server, elicitation_id);
-        }
-        if let HostEvent::ResourceUpdated { server, uri } = event
-            && self.subscribed.has(server, uri)
-        {
-            let params = json!({ "uri": &**uri });
-            let _ = self
-                .notices
-                .try_send(notification(methods::RESOURCES_UPDATED, params));
-        }
-        wire::changes(event)
-    }
-
-    /// Tells the client which lists changed (one notification per list).
-    pub(crate) fn lists_changed(&self, changed: wire::Changed) {
-        if !self.state.lock().initialized {
-            return;
-        }
-        let notices = [
-            (changed.tools, methods::TOOLS_LIST_CHANGED),
-            (changed.resources, methods::RESOURCES_LIST_CHANGED),
-            (changed.prompts, methods::PROMPTS_LIST_CHANGED),
-        ];
-        for (_, method) in notices.iter().filter(|(yes, _)| *yes) {
-            let _ = self.notices.try_send(notification(method, json!({})));
-        }
-    }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// Forgets a request sent to the client when its wait ends, however it ends.
-struct AskGuard<'a> {
-    session: &'a Session,
-    id: RequestId,
-}
-
-impl Drop for AskGuard<'_> {
-    fn drop(&mut self) {
-        self.session.asks.lock().remove(&self.id);
     }
 }
 

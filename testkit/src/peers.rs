@@ -245,7 +245,7 @@ impl Drop for PeerServer {
 }
 
 /// A port on 127.0.0.1 nothing listens on, for a process the test starts
-/// later, and never the same one twice in this process. Taken from below the
+/// later, and never the same one twice in this process. Taken from outside the
 /// system's ephemeral range: a port from inside it can be taken, between the
 /// pick and the listen, as the local port of any connection made meanwhile
 /// (and held for as long as that connection is kept alive), which made a
@@ -253,11 +253,27 @@ impl Drop for PeerServer {
 pub fn free_port() -> u16 {
     use std::sync::Mutex;
     static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (first, last) = (low.saturating_sub(12_000).max(1024), low.saturating_sub(1));
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok();
+    let mut bounds = range
+        .iter()
+        .flat_map(|r| r.split_whitespace())
+        .filter_map(|n| n.parse::<u16>().ok());
+    let (low, high) = (
+        bounds.next().unwrap_or(32768),
+        bounds.next().unwrap_or(60999),
+    );
+    // Below the ephemeral range if there is room for a few thousand ports
+    // there, else above it; with neither, what the system hands out.
+    let (first, last) = if low > 1024 + 2048 {
+        (low.saturating_sub(12_000).max(1024), low - 1)
+    } else if high < u16::MAX - 2048 {
+        (high + 1, u16::MAX)
+    } else {
+        return std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a port from the system");
+    };
     let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
     let span = u32::from(last - first) + 1;
     let start = std::process::id()

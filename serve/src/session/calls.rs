@@ -1,0 +1,121 @@
+//! A `tools/call` through the session: named as the client sees tools, run on
+//! the host with the client's progress token and cancellation, and answered
+//! the way the session's revision expects.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor::{CallError, CallOptions, QualifiedMcpToolName};
+use mcpvisor_protocol::mcp::messages::methods;
+use mcpvisor_protocol::mcp::url_elicitation;
+use mcpvisor_protocol::wire::jsonrpc::error_codes;
+use serde_json::{Value, json};
+
+use crate::convert;
+
+use crate::in_flight::{Registered, RequestMarks};
+use crate::outcome::{self, Outcome};
+
+use super::{Outbound, Session, error, extension, notification};
+
+impl Session {
+    pub(super) async fn call(
+        &self,
+        params: Option<Value>,
+        replies: &Outbound,
+        marks: &RequestMarks,
+        registered: &Registered,
+    ) -> Outcome {
+        let params = params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(error(
+                error_codes::INVALID_PARAMS,
+                "tools/call needs a string `name`",
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Value::Null,
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => {
+                return Err(error(
+                    error_codes::INVALID_PARAMS,
+                    "`arguments` must be an object",
+                ));
+            }
+        };
+        let routed = self.naming().route(name);
+        let host = self.gateway.host();
+        let Some(route) = routed.as_deref() else {
+            return outcome::unrouted(host, name, None);
+        };
+        let mut options = CallOptions::default();
+        // mcpvisor's own clients may shorten (or lengthen) the server's timeout.
+        let patience = params
+            .get("_meta")
+            .and_then(|m| m.get(extension::TIMEOUT_MS))
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis);
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
+        if let Some(token) = token {
+            let sink = replies.clone();
+            options = options.on_progress(move |p| {
+                let mut params = json!({"progressToken": token, "progress": p.progress});
+                if let Some(total) = p.total {
+                    params["total"] = json!(total);
+                }
+                if let Some(message) = &p.message {
+                    params["message"] = json!(message);
+                }
+                // Progress is advisory: when the reader is this far behind, drop it.
+                let _ = sink.try_send(notification(methods::PROGRESS, params));
+            });
+        }
+        // While it runs, the server's requests (sampling, elicitation) come here.
+        let _caller = match (self.gateway.callers(), QualifiedMcpToolName::parse(route)) {
+            (Some(callers), Ok(name)) => {
+                Some(callers.enter(Arc::from(name.server()), self.me.clone(), replies.clone()))
+            }
+            _ => None,
+        };
+        let mut pending = registered.detaching(host.call(route, arguments, options));
+        let given_up = async {
+            match patience {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = &mut pending => match result {
+                Ok(result) => Ok(convert::tool_result_for(self.revision(), result.to_value())),
+                Err(CallError::UnknownTool(_) | CallError::ServerUnavailable { .. }) => {
+                    outcome::unrouted(host, name, Some(route))
+                }
+                Err(e @ CallError::RouteRefused { .. }) => outcome::refused(host, &e, Some(route)),
+                Err(CallError::Rpc { server, error })
+                    if error.code == url_elicitation::URL_ELICITATION_REQUIRED =>
+                {
+                    self.url_elicitation_required(&server, error)
+                }
+                Err(e) => outcome::failed(e),
+            },
+            () = given_up => {
+                // A client's own limit cancels its call; it must not end a
+                // connection that other sessions share.
+                marks.cancel();
+                Ok(outcome::tool_error(format!(
+                    "no answer within {}s (this call's own limit); the call was cancelled",
+                    patience.unwrap_or_default().as_secs_f64()
+                )))
+            }
+            () = self.gateway.stopped() => {
+                // Stopping is the end of the call, not a client gone away.
+                marks.cancel();
+                outcome::shutting_down()
+            }
+        }
+    }
+}
