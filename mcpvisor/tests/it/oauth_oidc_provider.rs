@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::oauth_storage::{TOKEN_LINE, refresh_child};
 use mcpvisor::TransportError;
 use mcpvisor::auth::{AuthError, AuthState, HeadlessDriver, OAuth};
 use mcpvisor::{CallError, Host, HostEvent, ServerState};
@@ -24,12 +25,6 @@ use testkit::auth_server::client::{
 use testkit::oidc::browser::{ProviderBrowser, browser_client, follow};
 use testkit::oidc::{Granted, OidcProvider};
 use testkit::{call, drain, eventually, next_ready, wait_for};
-
-/// Set in the child processes of `two_processes_refreshing_at_once_at_the_provider_make_one_refresh`.
-const CHILD_HOME: &str = "MCPVISOR_OIDC_TEST_CHILD_HOME";
-const CHILD_URL: &str = "MCPVISOR_OIDC_TEST_CHILD_URL";
-const CHILD_ID: &str = "MCPVISOR_OIDC_TEST_CHILD_ID";
-const TOKEN_LINE: &str = "child bearer: ";
 
 /// The provider and a facade for the server `notes` it protects, in a fresh home.
 async fn notes_at_provider(tag: &str) -> (OidcProvider, TempHome, std::sync::Arc<OAuth>) {
@@ -440,34 +435,6 @@ async fn a_revoked_login_needs_a_person(tag: &str, which: Revoked) {
     host.shutdown().await;
 }
 
-/// The child side: waits for the parent's go, asks for a bearer token, prints it.
-/// Not a test of its own: ignored, and run (with `--ignored`) by its parent.
-#[tokio::test]
-#[ignore = "the child side of two_processes_refreshing_at_once_at_the_provider_make_one_refresh"]
-async fn oidc_refresh_child_process() {
-    let (Ok(home), Ok(url), Ok(id)) = (
-        std::env::var(CHILD_HOME),
-        std::env::var(CHILD_URL),
-        std::env::var(CHILD_ID),
-    ) else {
-        panic!("run by its parent test, which sets {CHILD_HOME}");
-    };
-    let home = Path::new(&home);
-    let notes = oauth("notes", &url, home);
-    std::fs::write(home.join(format!("ready-{id}")), b"").unwrap();
-    let go = home.join("go");
-    assert!(
-        eventually(Duration::from_secs(60), || go.exists()).await,
-        "no go from the parent"
-    );
-    let token = notes
-        .bearer(&http())
-        .await
-        .expect("a bearer token")
-        .expect("a stored login");
-    println!("{TOKEN_LINE}{}", token.expose());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_refreshing_at_once_at_the_provider_make_one_refresh() {
     let (provider, home, notes) = notes_at_provider("oidc-processes").await;
@@ -480,12 +447,8 @@ async fn two_processes_refreshing_at_once_at_the_provider_make_one_refresh() {
 
     let children: Vec<_> = (0..2)
         .map(|id| {
-            let (home, url, id) = (home.0.to_string_lossy(), provider.mcp_url(), id.to_string());
-            testkit::rerun_alone(
-                module_path!(),
-                "oidc_refresh_child_process",
-                &[(CHILD_HOME, &home), (CHILD_URL, &url), (CHILD_ID, &id)],
-            )
+            // The same child as the fixture's test: only the server differs.
+            refresh_child(&home.0, &provider.mcp_url(), id)
         })
         .collect();
     let ready = |id: usize| home.0.join(format!("ready-{id}")).exists();

@@ -20,12 +20,25 @@ use testkit::eventually;
 const CHILD_HOME: &str = "MCPVISOR_OAUTH_TEST_CHILD_HOME";
 const CHILD_URL: &str = "MCPVISOR_OAUTH_TEST_CHILD_URL";
 const CHILD_ID: &str = "MCPVISOR_OAUTH_TEST_CHILD_ID";
-const TOKEN_LINE: &str = "child bearer: ";
+/// How a child prints the bearer token it got.
+pub(crate) const TOKEN_LINE: &str = "child bearer: ";
+
+/// Starts child `id` of a concurrent-refresh test: a process of this binary
+/// that takes the login in `home` for the server at `url`, waits for a `go`
+/// file there, asks for a bearer token and prints it after [`TOKEN_LINE`].
+pub(crate) fn refresh_child(home: &Path, url: &str, id: usize) -> std::process::Child {
+    let (home, id) = (home.to_string_lossy(), id.to_string());
+    testkit::rerun_alone(
+        module_path!(),
+        "refresh_child_process",
+        &[(CHILD_HOME, &home), (CHILD_URL, url), (CHILD_ID, &id)],
+    )
+}
 
 /// The child side: waits for the parent's go, asks for a bearer token, prints it.
 /// Not a test of its own: ignored, and run (with `--ignored`) by its parent.
 #[tokio::test]
-#[ignore = "the child side of two_processes_refreshing_at_once_make_one_refresh"]
+#[ignore = "the child side of the tests of two processes refreshing at once"]
 async fn refresh_child_process() {
     let (Ok(home), Ok(url), Ok(id)) = (
         std::env::var(CHILD_HOME),
@@ -59,14 +72,7 @@ async fn two_processes_refreshing_at_once_make_one_refresh() {
     auth.set_refresh_delay(Duration::from_millis(400));
 
     let children: Vec<_> = (0..2)
-        .map(|id| {
-            let (home, url, id) = (home.0.to_string_lossy(), auth.mcp_url(), id.to_string());
-            testkit::rerun_alone(
-                module_path!(),
-                "refresh_child_process",
-                &[(CHILD_HOME, &home), (CHILD_URL, &url), (CHILD_ID, &id)],
-            )
-        })
+        .map(|id| refresh_child(&home.0, &auth.mcp_url(), id))
         .collect();
     let ready = |id: usize| home.0.join(format!("ready-{id}")).exists();
     assert!(
