@@ -49,7 +49,10 @@ pub use host::{
     CallCanceller, Catalog, CompletionTarget, Host, NodeLink, PendingCall, RoutedPrompt,
     ServerResource, ServerTemplate, Skipped, node_link,
 };
-pub use host_requests::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
+pub use host_requests::{
+    ClientHandler, FormRequest, HostAnswer, HostAsk, SamplingRequest, SharedClientHandler,
+    UrlRequest,
+};
 pub use messages::ReloadReport;
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};
 pub use remote::{NodeServers, RemoteCall, RemoteCalls, RemoteRequest, RemoteServer};

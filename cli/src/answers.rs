@@ -16,10 +16,12 @@ mod url;
 use std::sync::Arc;
 
 use mcpvisor::settings::{SAMPLING_COMMAND, Settings};
-use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
-use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
-use mcpvisor_protocol::mcp::url_elicitation::is_url_mode;
-use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
+use mcpvisor::{
+    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, SamplingRequest,
+    SamplingResult, SharedClientHandler, UrlRequest,
+};
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 
 use crate::Failure;
 use crate::output::clean_line;
@@ -62,32 +64,29 @@ impl ClientHandler for CliAnswers {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        match request.method.as_str() {
-            methods::ELICIT if is_url_mode(&request.params) => Box::pin(url::open(request)),
-            methods::ELICIT => Box::pin(elicit::elicit(request)),
-            methods::CREATE_MESSAGE => match &self.sampling {
-                Some(argv) => Box::pin(sampling::sample(argv.clone(), request)),
-                None => {
-                    eprintln!(
-                        "mcpvisor: {} asked for a model completion; declined: no {SAMPLING_COMMAND} is set",
-                        clean_line(&request.server)
-                    );
-                    Box::pin(std::future::ready(Err(ErrorObject {
-                        // What MCP suggests for a sampling request the user rejects.
-                        code: -1,
-                        message: format!(
-                            "sampling declined: mcpvisor has no {SAMPLING_COMMAND} to answer it"
-                        ),
-                        data: None,
-                    })))
-                }
-            },
-            other => Box::pin(std::future::ready(Err(ErrorObject {
-                code: error_codes::METHOD_NOT_FOUND,
-                message: format!("method not found: {other}"),
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        Box::pin(elicit::elicit(request))
+    }
+
+    fn elicit_url(&self, request: UrlRequest) -> HostAnswer<ElicitAction> {
+        Box::pin(url::open(request))
+    }
+
+    fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {
+        let Some(argv) = &self.sampling else {
+            eprintln!(
+                "mcpvisor: {} asked for a model completion; declined: no {SAMPLING_COMMAND} is set",
+                clean_line(&request.server)
+            );
+            return Box::pin(std::future::ready(Err(ErrorObject {
+                // What MCP suggests for a sampling request the user rejects.
+                code: -1,
+                message: format!(
+                    "sampling declined: mcpvisor has no {SAMPLING_COMMAND} to answer it"
+                ),
                 data: None,
-            }))),
-        }
+            })));
+        };
+        Box::pin(sampling::sample(argv.clone(), request))
     }
 }

@@ -15,8 +15,8 @@ use mcpvisor::HttpSpec;
 use mcpvisor::Versions;
 use mcpvisor::auth::{Grant, HeadlessDriver, IdentityProvider, OAuth, OAuthConfig};
 use mcpvisor::{
-    CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SecretString, ServerSpec,
-    ServerState, SharedClientHandler, SupervisorOptions,
+    CallOptions, ClientHandler, ElicitAnswer, FormRequest, Host, HostAnswer, SecretString,
+    ServerSpec, ServerState, SharedClientHandler, SupervisorOptions,
 };
 use serde_json::{Value, json};
 
@@ -135,9 +135,9 @@ impl ClientHandler for AcceptWithDefaults {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        eprintln!("{} asks {}", request.server, request.method);
-        Box::pin(async { Ok(json!({"action": "accept", "content": {}})) })
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        eprintln!("{} asks: {}", request.server, request.message);
+        Box::pin(async { Ok(ElicitAnswer::accept(Default::default())) })
     }
 }
 

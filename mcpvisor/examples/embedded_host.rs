@@ -7,11 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::ClientCapabilities;
-use mcpvisor::ErrorObject;
 use mcpvisor::{
-    CallOptions, ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler,
-    SupervisorOptions,
+    CallOptions, ClientCapabilities, ClientHandler, ElicitAnswer, FormRequest, Host, HostAnswer,
+    SamplingRequest, SamplingResult, SharedClientHandler, SupervisorOptions,
 };
 use serde_json::{Value, json};
 
@@ -30,24 +28,26 @@ impl ClientHandler for AgentHandler {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        println!("server {} asks {}", request.server, request.method);
-        Box::pin(async move {
-            match request.method.as_str() {
-                // A real host would call its model API here.
-                "sampling/createMessage" => Ok(json!({
-                    "role": "assistant", "model": "stand-in", "stopReason": "endTurn",
-                    "content": {"type": "text", "text": "a reply from the host's model"}
-                })),
-                // An unattended agent accepts the form as offered (its defaults).
-                "elicitation/create" => Ok(json!({"action": "accept", "content": {}})),
-                other => Err(ErrorObject {
-                    code: -32601,
-                    message: format!("not offered: {other}"),
-                    data: None,
-                }),
-            }
-        })
+    fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {
+        println!(
+            "server {} asks the model ({} messages)",
+            request.server,
+            request.request.messages.len()
+        );
+        // A real host would call its model API here.
+        let reply = SamplingResult::text("stand-in", "a reply from the host's model");
+        Box::pin(async move { Ok(reply) })
+    }
+
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        println!(
+            "server {} asks: {} ({} fields)",
+            request.server,
+            request.message,
+            request.form.fields.len()
+        );
+        // An unattended agent accepts the form as offered (its defaults).
+        Box::pin(async { Ok(ElicitAnswer::accept(Default::default())) })
     }
 }
 

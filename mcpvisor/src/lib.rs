@@ -36,7 +36,8 @@ pub use start::{StartProjectError, start_project};
 
 pub use mcpvisor_actors::fault::{FaultParseError, parse_duration};
 pub use mcpvisor_actors::host_requests::{
-    ClientHandler, HostAnswer, HostRequest, SharedClientHandler,
+    ClientHandler, FormRequest, HostAnswer, HostAsk, SamplingRequest, SharedClientHandler,
+    UrlRequest,
 };
 /// The route table ([`Host::routes`]).
 pub use mcpvisor_actors::routes;
@@ -49,12 +50,15 @@ pub use mcpvisor_actors::{
 };
 pub use mcpvisor_protocol::mcp::client_offers::{ClientCapabilities, Root};
 pub use mcpvisor_protocol::mcp::completion::Completion;
+pub use mcpvisor_protocol::mcp::elicit_answer::{ElicitAction, ElicitAnswer};
+pub use mcpvisor_protocol::mcp::elicitation::{Field, FieldKind, Form};
 pub use mcpvisor_protocol::mcp::logging::LogLevel;
 pub use mcpvisor_protocol::mcp::prompts::{GetPromptResult, Prompt};
 pub use mcpvisor_protocol::mcp::resources::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 pub use mcpvisor_protocol::mcp::revision::{Revision, Versions};
+pub use mcpvisor_protocol::mcp::sampling::{CreateMessage, Role, SamplingMessage, SamplingResult};
 pub use mcpvisor_protocol::state::listing::ListingLimits;
 pub use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 pub use mcpvisor_protocol::{CallToolResult, ContentBlock, QualifiedMcpToolName, ToolDefinition};

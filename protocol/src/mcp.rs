@@ -1,11 +1,12 @@
 //! MCP types and their validation at the protocol/client boundary: the
 //! revisions and what each changes, messages, qualified names, tools and their
-//! schemas, prompts, resources, completion, icons, logging, tasks, elicitation
-//! forms.
+//! schemas, prompts, resources, completion, icons, logging, tasks, sampling,
+//! elicitation forms and answers.
 
 pub mod arguments_check;
 pub mod client_offers;
 pub mod completion;
+pub mod elicit_answer;
 pub mod elicitation;
 pub mod icons;
 pub mod logging;
@@ -16,6 +17,7 @@ pub mod pages;
 pub mod prompts;
 pub mod resources;
 pub mod revision;
+pub mod sampling;
 pub mod tasks;
 pub mod tool_schema;
 pub mod url_elicitation;

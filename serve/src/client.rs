@@ -7,7 +7,7 @@ use std::future::Future;
 use mcpvisor_protocol::wire::frame::FrameDecoder;
 use std::sync::Arc;
 
-use mcpvisor::{HostRequest, SharedClientHandler};
+use mcpvisor::{HostAsk, SharedClientHandler};
 use mcpvisor_protocol::mcp::messages::{PROTOCOL_VERSION, methods};
 use mcpvisor_protocol::wire::jsonrpc::{
     ErrorObject, ErrorResponse, Incoming, Message, Notification, Request, RequestId, Response,
@@ -171,12 +171,16 @@ impl Client {
                 if answers.0.capabilities().offers(&method) && method != methods::ROOTS_LIST =>
             {
                 let params = params.unwrap_or(Value::Null);
-                let server = params
-                    .pointer("/_meta/mcpvisor~1server")
-                    .and_then(Value::as_str)
-                    .unwrap_or("a server of mcpvisor serve");
-                let asked = HostRequest::new(Arc::from(server), method, params);
-                answers.0.answer(asked).await
+                let server: Arc<str> = Arc::from(
+                    params
+                        .pointer("/_meta/mcpvisor~1server")
+                        .and_then(Value::as_str)
+                        .unwrap_or("a server of mcpvisor serve"),
+                );
+                match HostAsk::read(server, &method, params, answers.0.capabilities()) {
+                    Ok(ask) => ask.answer_with(&*answers.0).await,
+                    Err(refused) => Err(refused),
+                }
             }
             _ => Err(ErrorObject {
                 code: error_codes::METHOD_NOT_FOUND,

@@ -14,11 +14,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use mcpvisor::{ClientHandler, HostAnswer, HostRequest, SharedClientHandler};
-use mcpvisor_protocol::mcp::messages::ClientCapabilities;
-use mcpvisor_protocol::mcp::url_elicitation;
+use mcpvisor::{
+    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, SamplingRequest,
+    SamplingResult, SharedClientHandler, UrlRequest,
+};
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use parking_lot::Mutex;
+use serde_json::Value;
 
 use crate::session::{Outbound, Session};
 
@@ -126,6 +129,53 @@ fn refusal(message: String) -> ErrorObject {
     }
 }
 
+impl Forwarder {
+    /// Sends `method` with `params` to the client calling `server` and waits
+    /// for its answer.
+    async fn relay(
+        callers: Arc<Callers>,
+        server: Arc<str>,
+        method: &'static str,
+        params: &Value,
+        url_asked: Option<&str>,
+    ) -> Result<Value, ErrorObject> {
+        let (session, replies) = callers
+            .caller(&server)
+            .map_err(|why| refusal(format!("{why} to answer {method}")))?;
+        if !session.offers(method, params) {
+            return Err(refusal(format!(
+                "the client calling `{server}` does not offer {method} as asked"
+            )));
+        }
+        // Which server asks, for clients that show it (the CLI does).
+        let mut params = params.clone();
+        if let Some(map) = params.as_object_mut() {
+            let meta = map
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(
+                    crate::resources_prompts::SERVER_META.into(),
+                    Value::String(server.to_string()),
+                );
+            }
+        }
+        if let Some(asked) = url_asked {
+            session.expect_completion(&server, asked);
+        }
+        session.ask(method, params, &replies).await
+    }
+}
+
+/// The client's answer did not read as what it answers.
+fn unreadable(what: &str, why: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject {
+        code: error_codes::INTERNAL_ERROR,
+        message: format!("the client's {what} answer is not one: {why}"),
+        data: None,
+    }
+}
+
 impl ClientHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -137,37 +187,53 @@ impl ClientHandler for Forwarder {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        let caller = self.0.caller(&request.server);
+    fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {
+        let callers = self.0.clone();
         Box::pin(async move {
-            let (session, replies) =
-                caller.map_err(|why| refusal(format!("{why} to answer {}", request.method)))?;
-            if !session.offers(&request.method, &request.params) {
-                return Err(refusal(format!(
-                    "the client calling `{}` does not offer {} as asked",
-                    request.server, request.method
-                )));
-            }
-            // Which server asks, for clients that show it (the CLI does).
-            let mut params = request.params;
-            if let Some(map) = params.as_object_mut() {
-                let meta = map
-                    .entry("_meta")
-                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
-                if let Some(meta) = meta.as_object_mut() {
-                    meta.insert(
-                        crate::resources_prompts::SERVER_META.into(),
-                        serde_json::Value::String(request.server.to_string()),
-                    );
-                }
-            }
-            if let Some(asked) = url_elicitation::is_url_mode(&params)
-                .then(|| params.get("elicitationId").and_then(|v| v.as_str()))
-                .flatten()
-            {
-                session.expect_completion(&request.server, asked);
-            }
-            session.ask(&request.method, params, &replies).await
+            let params = request.request.params();
+            let answer = Forwarder::relay(
+                callers,
+                request.server,
+                methods::CREATE_MESSAGE,
+                params,
+                None,
+            )
+            .await?;
+            SamplingResult::parse(&answer).map_err(|e| unreadable("sampling", e))
+        })
+    }
+
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        let callers = self.0.clone();
+        Box::pin(async move {
+            let params = request.params();
+            let answer = Forwarder::relay(
+                callers,
+                request.server.clone(),
+                methods::ELICIT,
+                params,
+                None,
+            )
+            .await?;
+            ElicitAnswer::parse(&answer).map_err(|e| unreadable("elicitation", e))
+        })
+    }
+
+    fn elicit_url(&self, request: UrlRequest) -> HostAnswer<ElicitAction> {
+        let callers = self.0.clone();
+        Box::pin(async move {
+            let asked = Some(request.elicitation.elicitation_id.as_str());
+            let params = request.params();
+            let answer = Forwarder::relay(
+                callers,
+                request.server.clone(),
+                methods::ELICIT,
+                params,
+                asked,
+            )
+            .await?;
+            let answer = ElicitAnswer::parse(&answer).map_err(|e| unreadable("elicitation", e))?;
+            Ok(answer.action)
         })
     }
 }

@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use inquire::InquireError;
-use mcpvisor::HostRequest;
-use mcpvisor_protocol::mcp::elicitation::Form;
+use mcpvisor::{ElicitAnswer, Form, FormRequest};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
-use serde_json::{Map, Value, json};
+use serde_json::Map;
 
 use super::fields;
 use crate::output::{clean, clean_line};
@@ -26,47 +25,37 @@ static TERMINAL: Mutex<()> = Mutex::new(());
 static PROMPTING: AtomicBool = AtomicBool::new(false);
 
 /// Answers one `elicitation/create`: asks the person on a terminal, else declines.
-pub(super) async fn elicit(request: HostRequest) -> Result<Value, ErrorObject> {
+pub(super) async fn elicit(request: FormRequest) -> Result<ElicitAnswer, ErrorObject> {
     let server = clean_line(&request.server);
-    let message = request
-        .params
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("");
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         eprintln!(
             "mcpvisor: {server} asked for input ({}); declined: not a terminal",
-            clean_line(message)
+            clean_line(&request.message)
         );
-        return Ok(json!({"action": "decline"}));
+        return Ok(ElicitAnswer::decline());
     }
-    // The library admitted this form before handing it over; it reads the same here.
-    let schema = request
-        .params
-        .get("requestedSchema")
-        .unwrap_or(&Value::Null);
-    let form = Form::parse(schema).map_err(|e| ErrorObject {
-        code: error_codes::INVALID_PARAMS,
-        message: format!("requestedSchema: {e}"),
-        data: None,
-    })?;
-    let message = clean(message);
-    on_terminal(move |withdrawn| fill(&server, &message, &form, withdrawn)).await
+    let message = clean(&request.message);
+    let form = request.form;
+    on_terminal(ElicitAnswer::cancel(), move |withdrawn| {
+        fill(&server, &message, &form, withdrawn)
+    })
+    .await
 }
 
 /// Runs `prompt` on a blocking thread (`inquire` blocks) once the terminal is
 /// free: one prompt at a time. `prompt` can ask whether the request was
 /// withdrawn meanwhile; one withdrawn before its turn is cancelled unseen.
-pub(super) async fn on_terminal<F>(prompt: F) -> Result<Value, ErrorObject>
+pub(super) async fn on_terminal<T, F>(cancelled: T, prompt: F) -> Result<T, ErrorObject>
 where
-    F: FnOnce(&dyn Fn() -> bool) -> Value + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(&dyn Fn() -> bool) -> T + Send + 'static,
 {
     let withdrawn = Withdrawn::default();
     let flag = withdrawn.0.clone();
     let asked = tokio::task::spawn_blocking(move || {
         let _turn = TERMINAL.lock().unwrap_or_else(PoisonError::into_inner);
         if flag.load(Ordering::SeqCst) {
-            return json!({"action": "cancel"});
+            return cancelled;
         }
         PROMPTING.store(true, Ordering::SeqCst);
         let answer = prompt(&|| flag.load(Ordering::SeqCst));
@@ -94,7 +83,7 @@ impl Drop for Withdrawn {
 }
 
 /// Fills the form at the terminal; returns the answer for the server.
-fn fill(server: &str, message: &str, form: &Form, withdrawn: &dyn Fn() -> bool) -> Value {
+fn fill(server: &str, message: &str, form: &Form, withdrawn: &dyn Fn() -> bool) -> ElicitAnswer {
     eprintln!("\nmcpvisor: server `{server}` asks for input:");
     for line in message.lines() {
         eprintln!("  {line}");
@@ -104,14 +93,17 @@ fn fill(server: &str, message: &str, form: &Form, withdrawn: &dyn Fn() -> bool) 
     for field in &form.fields {
         if withdrawn() {
             eprintln!("mcpvisor: `{server}` no longer waits for this answer");
-            return json!({"action": "cancel"});
+            return ElicitAnswer::cancel();
         }
         match fields::prompt(field) {
             Ok(Some(value)) => {
                 content.insert(field.name.clone(), value);
             }
             Ok(None) => {}
-            Err(e) => return stopped(server, e),
+            Err(e) => {
+                stopped(server, e);
+                return ElicitAnswer::cancel();
+            }
         }
     }
     let choices = vec![Final::Send, Final::Decline, Final::Cancel];
@@ -121,23 +113,25 @@ fn fill(server: &str, message: &str, form: &Form, withdrawn: &dyn Fn() -> bool) 
         .with_help_message("Enter sends; decline tells the server no; Esc cancels")
         .prompt()
     {
-        Ok(Final::Send) => json!({"action": "accept", "content": content}),
-        Ok(Final::Decline) => json!({"action": "decline"}),
-        Ok(Final::Cancel) => json!({"action": "cancel"}),
-        Err(e) => stopped(server, e),
+        Ok(Final::Send) => ElicitAnswer::accept(content),
+        Ok(Final::Decline) => ElicitAnswer::decline(),
+        Ok(Final::Cancel) => ElicitAnswer::cancel(),
+        Err(e) => {
+            stopped(server, e);
+            ElicitAnswer::cancel()
+        }
     }
 }
 
 /// A prompt that ended without an answer: Esc and Ctrl-C cancel; a terminal
 /// that fails is reported and cancels too (the person made no choice).
-pub(super) fn stopped(server: &str, e: InquireError) -> Value {
+pub(super) fn stopped(server: &str, e: InquireError) {
     match e {
         InquireError::OperationCanceled | InquireError::OperationInterrupted => {
             eprintln!("mcpvisor: input for `{server}` cancelled");
         }
         e => eprintln!("mcpvisor: cannot ask for `{server}`'s input: {e}"),
     }
-    json!({"action": "cancel"})
 }
 
 #[derive(Clone, Copy)]

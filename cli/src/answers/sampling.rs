@@ -11,7 +11,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpvisor::HostRequest;
+use mcpvisor::{SamplingRequest, SamplingResult};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -43,15 +43,16 @@ enum SamplingError {
     #[error("its output is not JSON: {0}")]
     NotJson(serde_json::Error),
     #[error("its output is not a sampling result: {0}")]
-    NotAResult(&'static str),
+    NotAResult(mcpvisor_protocol::mcp::sampling::SamplingError),
 }
 
 /// Answers one `sampling/createMessage` with the command's result.
 pub(super) async fn sample(
     argv: Arc<[String]>,
-    request: HostRequest,
-) -> Result<Value, ErrorObject> {
-    let outcome = match tokio::time::timeout(TIMEOUT, run(&argv, &request.params)).await {
+    request: SamplingRequest,
+) -> Result<SamplingResult, ErrorObject> {
+    let params = request.request.params();
+    let outcome = match tokio::time::timeout(TIMEOUT, run(&argv, params)).await {
         Ok(outcome) => outcome,
         Err(_) => Err(SamplingError::TimedOut),
     };
@@ -69,7 +70,7 @@ pub(super) async fn sample(
     })
 }
 
-async fn run(argv: &[String], params: &Value) -> Result<Value, SamplingError> {
+async fn run(argv: &[String], params: &Value) -> Result<SamplingResult, SamplingError> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::piped())
@@ -106,31 +107,9 @@ async fn run(argv: &[String], params: &Value) -> Result<Value, SamplingError> {
 }
 
 /// The command's output as a `CreateMessageResult`.
-fn completion(output: &[u8]) -> Result<Value, SamplingError> {
+fn completion(output: &[u8]) -> Result<SamplingResult, SamplingError> {
     let value: Value = serde_json::from_slice(output).map_err(SamplingError::NotJson)?;
-    let result = value
-        .as_object()
-        .ok_or(SamplingError::NotAResult("not a JSON object"))?;
-    if !matches!(
-        result.get("role").and_then(Value::as_str),
-        Some("assistant" | "user")
-    ) {
-        return Err(SamplingError::NotAResult(
-            "`role` must be \"assistant\" or \"user\"",
-        ));
-    }
-    if !result.get("model").is_some_and(Value::is_string) {
-        return Err(SamplingError::NotAResult("`model` must be a string"));
-    }
-    if !matches!(
-        result.get("content"),
-        Some(Value::Object(_) | Value::Array(_))
-    ) {
-        return Err(SamplingError::NotAResult(
-            "`content` must be a content block",
-        ));
-    }
-    Ok(value)
+    SamplingResult::parse(&value).map_err(SamplingError::NotAResult)
 }
 
 /// Kills the command's process group when dropped, until the command is reaped.
@@ -151,7 +130,7 @@ mod tests {
     #[test]
     fn only_a_sampling_result_is_passed_on() {
         let good = br#"{"role":"assistant","model":"m","content":{"type":"text","text":"hi"}}"#;
-        assert_eq!(completion(good).unwrap()["model"], "m");
+        assert_eq!(completion(good).unwrap().model, "m");
         for bad in [
             &b"not json"[..],
             b"[]",

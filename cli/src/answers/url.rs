@@ -5,34 +5,28 @@
 
 use std::io::IsTerminal;
 
-use mcpvisor::HostRequest;
+use mcpvisor::{ElicitAction, UrlRequest};
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
-use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
-use serde_json::{Value, json};
+use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 
 use super::elicit::{on_terminal, stopped};
 use crate::output::{clean, clean_line};
 
 /// Answers one `elicitation/create` in URL mode.
-pub(super) async fn open(request: HostRequest) -> Result<Value, ErrorObject> {
+pub(super) async fn open(request: UrlRequest) -> Result<ElicitAction, ErrorObject> {
     let server = clean_line(&request.server);
-    // The library admitted it (https, no user information); it reads the same here.
-    let asked = UrlElicitation::parse(&request.params).map_err(|e| ErrorObject {
-        code: error_codes::INVALID_PARAMS,
-        message: format!("URL elicitation: {e}"),
-        data: None,
-    })?;
+    let asked = request.elicitation;
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         eprintln!(
             "mcpvisor: {server} asks to open a page at {}; declined: not a terminal",
             clean_line(asked.host())
         );
-        return Ok(json!({"action": "decline"}));
+        return Ok(ElicitAction::Decline);
     }
-    on_terminal(move |_| choose(&server, &asked)).await
+    on_terminal(ElicitAction::Cancel, move |_| choose(&server, &asked)).await
 }
 
-fn choose(server: &str, asked: &UrlElicitation) -> Value {
+fn choose(server: &str, asked: &UrlElicitation) -> ElicitAction {
     eprintln!("\nmcpvisor: server `{server}` asks you to open a page. It says:");
     // The server's words, each line marked as theirs: they cannot pass for
     // the host and URL lines below.
@@ -53,9 +47,12 @@ fn choose(server: &str, asked: &UrlElicitation) -> Value {
             if !mcpvisor::auth::open_browser(&asked.url) {
                 eprintln!("mcpvisor: no browser could be started; open the URL above yourself");
             }
-            json!({"action": "accept"})
+            ElicitAction::Accept
         }
-        Ok(_) => json!({"action": "decline"}),
-        Err(e) => stopped(server, e),
+        Ok(_) => ElicitAction::Decline,
+        Err(e) => {
+            stopped(server, e);
+            ElicitAction::Cancel
+        }
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpvisor::ClientCapabilities;
-use mcpvisor::ErrorObject;
 use mcpvisor::{
-    ClientHandler, Host, HostAnswer, HostRequest, SharedClientHandler, SupervisorOptions,
+    ClientHandler, ElicitAnswer, FormRequest, Host, HostAnswer, HostAsk, SamplingRequest,
+    SamplingResult, SharedClientHandler, SupervisorOptions,
 };
 use serde_json::{Value, json};
 use std::sync::Mutex;
@@ -18,9 +18,23 @@ use testkit::{call, fast_options};
 /// Answers sampling with a fixed message and elicitation with what it is
 /// told; records what it was asked. `hang` makes it never answer.
 struct Scripted {
-    elicit_answer: Value,
-    asked: Mutex<Vec<HostRequest>>,
+    elicit_answer: ElicitAnswer,
+    asked: Mutex<Vec<HostAsk>>,
     hang: bool,
+}
+
+impl Scripted {
+    /// Records `ask`, then answers with `answer` (or never, when told to hang).
+    fn answer<T: Send + 'static>(&self, ask: HostAsk, answer: T) -> HostAnswer<T> {
+        self.asked.lock().unwrap().push(ask);
+        let hang = self.hang;
+        Box::pin(async move {
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            Ok(answer)
+        })
+    }
 }
 
 impl ClientHandler for Scripted {
@@ -32,31 +46,22 @@ impl ClientHandler for Scripted {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        self.asked.lock().unwrap().push(request.clone());
-        let hang = self.hang;
-        let elicit = self.elicit_answer.clone();
-        Box::pin(async move {
-            if hang {
-                std::future::pending::<()>().await;
-            }
-            match request.method.as_str() {
-                "sampling/createMessage" => Ok(json!({
-                    "role": "assistant", "model": "scripted-model", "stopReason": "endTurn",
-                    "content": {"type": "text", "text": "a canned reply from the host"}
-                })),
-                "elicitation/create" => Ok(elicit),
-                other => Err(ErrorObject {
-                    code: -32601,
-                    message: format!("not offered: {other}"),
-                    data: None,
-                }),
-            }
-        })
+    fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {
+        let reply = SamplingResult::text("scripted-model", "a canned reply from the host");
+        self.answer(HostAsk::Sampling(request), reply)
+    }
+
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        self.answer(HostAsk::Form(request), self.elicit_answer.clone())
     }
 }
 
+/// `elicit_answer` is what a form gets (`null` where the handler hangs).
 fn scripted(elicit_answer: Value, hang: bool) -> Arc<Scripted> {
+    let elicit_answer = match hang {
+        true => ElicitAnswer::cancel(),
+        false => ElicitAnswer::parse(&elicit_answer).expect("a scripted answer"),
+    };
     Arc::new(Scripted {
         elicit_answer,
         asked: Mutex::new(Vec::new()),
@@ -116,9 +121,13 @@ async fn sampling_is_answered_by_the_hosts_handler() {
     );
     let asked = handler.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    assert_eq!(&*asked[0].server, "everything");
-    assert_eq!(asked[0].method, "sampling/createMessage");
-    assert_eq!(asked[0].params["maxTokens"], 5);
+    assert_eq!(&**asked[0].server(), "everything");
+    assert_eq!(asked[0].method(), "sampling/createMessage");
+    assert_eq!(asked[0].params()["maxTokens"], 5);
+    let HostAsk::Sampling(sampled) = &asked[0] else {
+        panic!("a sampling request: {:?}", asked[0])
+    };
+    assert_eq!(sampled.request.max_tokens, Some(5));
     host.shutdown().await;
 }
 
@@ -323,8 +332,8 @@ async fn the_python_sdk_elicits_through_the_hosts_handler() {
         assert_eq!(result.text(), expected);
         let asked = handler.asked.lock().unwrap().clone();
         assert_eq!(asked.len(), 1);
-        assert_eq!(asked[0].method, "elicitation/create");
-        assert_eq!(asked[0].params["message"], "Delete /tmp/x?");
+        assert_eq!(asked[0].method(), "elicitation/create");
+        assert_eq!(asked[0].params()["message"], "Delete /tmp/x?");
         host.shutdown().await;
     }
 }

@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpvisor::ClientCapabilities;
-use mcpvisor::{ClientHandler, Host, HostAnswer, HostEvent, HostRequest, SharedClientHandler};
+use mcpvisor::{
+    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, Host, HostAnswer, HostAsk, HostEvent,
+    SharedClientHandler, UrlRequest,
+};
 use mcpvisor::{Revision, Versions};
 use serde_json::{Value, json};
 use testkit::peers::{Peer, Wire};
@@ -21,7 +24,7 @@ use testkit::{call, drain, fast_options, wait_for};
 struct Consents {
     url: bool,
     answer: Value,
-    asked: Mutex<Vec<HostRequest>>,
+    asked: Mutex<Vec<HostAsk>>,
 }
 
 impl ClientHandler for Consents {
@@ -33,10 +36,16 @@ impl ClientHandler for Consents {
         }
     }
 
-    fn answer(&self, request: HostRequest) -> HostAnswer {
-        self.asked.lock().unwrap().push(request);
-        let answer = self.answer.clone();
+    fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        self.asked.lock().unwrap().push(HostAsk::Form(request));
+        let answer = ElicitAnswer::parse(&self.answer).expect("a scripted answer");
         Box::pin(async move { Ok(answer) })
+    }
+
+    fn elicit_url(&self, request: UrlRequest) -> HostAnswer<ElicitAction> {
+        self.asked.lock().unwrap().push(HostAsk::Url(request));
+        let answer = ElicitAnswer::parse(&self.answer).expect("a scripted answer");
+        Box::pin(async move { Ok(answer.action) })
     }
 }
 
@@ -71,10 +80,10 @@ async fn an_offered_url_elicitation_is_asked_and_its_completion_is_an_event() {
     assert_eq!(result.text(), "connect: accept");
     let asked = handler.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0].method, "elicitation/create");
-    assert_eq!(asked[0].params["mode"], "url");
-    assert_eq!(asked[0].params["url"], PAGE);
-    assert_eq!(asked[0].params["elicitationId"], "py-connect-1");
+    assert_eq!(asked[0].method(), "elicitation/create");
+    assert_eq!(asked[0].params()["mode"], "url");
+    assert_eq!(asked[0].params()["url"], PAGE);
+    assert_eq!(asked[0].params()["elicitationId"], "py-connect-1");
 
     // The server then says "py-never-asked" and "py-connect-1" completed:
     // only the one the host was asked about is an event.

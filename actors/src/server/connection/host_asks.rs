@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{Connection, Pending};
 use crate::error::CallError;
-use crate::host_requests::{self, HostRequest};
+use crate::host_requests::{self, HostAsk};
 use crate::messages::ServerMsg;
 use crate::server_lists::ServerLink;
 
@@ -64,37 +64,29 @@ impl Connection {
                     Some(&handler.0.capabilities().to_value_at(revision)),
                     revision,
                 );
-                host_requests::admit(&method, &params, declared)
-                    .map(|admitted| (handler.clone(), admitted))
+                HostAsk::read(self.name.clone(), &method, params, declared)
+                    .map(|ask| (handler.clone(), ask))
             }
         };
-        let (handler, form) = match admitted {
+        let (handler, ask) = match admitted {
             Ok(admitted) => admitted,
             Err(error) => {
                 self.answer_host_request(id, Err(error));
                 return;
             }
         };
-        let mut params = params;
-        if let host_requests::Admitted::Url(asked) = &form {
-            self.lane.expect_completion(asked.elicitation_id.clone());
-            // The host sees the URL as checked, not as sent.
-            params["url"] = Value::String(asked.url.clone());
+        if let HostAsk::Url(asked) = &ask {
+            self.lane
+                .expect_completion(asked.elicitation.elicitation_id.clone());
         }
         self.host_requests += 1;
-        let request = HostRequest {
-            server: self.name.clone(),
-            method,
-            params,
-        };
         let timeout = options.host_request_timeout;
         let me = myself.clone();
         tokio::spawn(async move {
             // A handler that panics or never returns still gets the server an answer.
-            let asked = std::panic::AssertUnwindSafe(handler.0.answer(request)).catch_unwind();
+            let asked = std::panic::AssertUnwindSafe(ask.answer_with(&*handler.0)).catch_unwind();
             let answer = match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(Ok(answer))) => host_requests::finish(&form, answer),
-                Ok(Ok(Err(error))) => Err(error),
+                Ok(Ok(answer)) => answer,
                 Ok(Err(_)) => Err(host_requests::error(
                     error_codes::INTERNAL_ERROR,
                     "the host's handler failed",
