@@ -5,10 +5,13 @@
 //! another message) comes before it, or the body was a batch. GET opens the
 //! session's stream of unsolicited messages (`list_changed`, logs); DELETE
 //! ends the session. Every request passes the DNS-rebinding checks and, when
-//! configured, the bearer token before anything else is read.
+//! configured, the bearer token before anything else is read: these, the
+//! media types, the named session and the body's bounds are the router's
+//! layers (`layers.rs`), not steps each handler must remember.
 
 mod answer;
 mod guard;
+mod layers;
 mod listen;
 mod screen;
 mod sessions;
@@ -19,12 +22,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::{get, post};
 use futures::StreamExt;
 use mcpvisor_protocol::wire::jsonrpc::{Message, error_codes};
 use tokio::net::TcpListener;
@@ -38,7 +41,7 @@ use crate::ingress::Ingress;
 use crate::session::{Session, error_message};
 use crate::tools::Naming;
 use answer::{answer, answer_one, sse_event};
-use guard::Admission;
+use layers::{Named, ReadBody};
 use screen::{Parsed, Refused, refuse};
 pub use screen::{ScreenLimits, Screened, screen_post};
 use sessions::{HttpSession, Sessions, Touching};
@@ -178,9 +181,7 @@ impl HttpEndpoint {
             loopback: self.loopback,
             port,
         });
-        let router = axum::Router::new()
-            .route("/mcp", post(on_post).get(on_get).delete(on_delete))
-            .with_state(endpoint.clone());
+        let router = router(endpoint.clone());
         let reaper = tokio::spawn(reap(endpoint.clone()));
         let gateway = endpoint.gateway.clone();
         let limits = listen::Accepting {
@@ -203,6 +204,23 @@ impl HttpEndpoint {
     }
 }
 
+/// The routes, inside the checks every request passes (see [`layers`]):
+/// the door around everything, any path and any method included.
+fn router(endpoint: Arc<Endpoint>) -> axum::Router {
+    let state = || endpoint.clone();
+    let posts = post(on_post)
+        .layer(from_fn_with_state(state(), layers::bounded_body))
+        .layer(from_fn_with_state(state(), layers::named_session))
+        .layer(from_fn(layers::json_media));
+    let others = get(on_get)
+        .delete(on_delete)
+        .layer(from_fn_with_state(state(), layers::named_session));
+    axum::Router::new()
+        .route("/mcp", posts.merge(others))
+        .layer(from_fn_with_state(state(), layers::door))
+        .with_state(state())
+}
+
 /// Closes idle sessions, checking a few times per idle period, and sessions
 /// that never finished initializing (a slot taken and never used).
 async fn reap(endpoint: Arc<Endpoint>) {
@@ -215,71 +233,6 @@ async fn reap(endpoint: Arc<Endpoint>) {
             tracing::info!(closed, "idle or never-initialized HTTP sessions expired");
         }
     }
-}
-
-/// What the door checks see of a request besides its headers: its target
-/// (an absolute-form target names the host too) and its connection's mark.
-struct Door {
-    uri: axum::http::Uri,
-    connection: Option<Arc<listen::Admitted>>,
-}
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Door {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        _: &S,
-    ) -> Result<Door, Infallible> {
-        Ok(Door {
-            uri: parts.uri.clone(),
-            connection: parts.extensions.get::<Arc<listen::Admitted>>().cloned(),
-        })
-    }
-}
-
-fn admit(endpoint: &Endpoint, headers: &HeaderMap, door: &Door) -> Result<(), Refused> {
-    let Door { uri, connection } = door;
-    let admission = Admission {
-        loopback: endpoint.loopback,
-        port: endpoint.port,
-        allowed_origins: &endpoint.options.allowed_origins,
-        token: endpoint.options.token.as_ref(),
-    };
-    guard::check(headers, &admission).map_err(screen::turned_away)?;
-    // `POST http://other/mcp` with `Host: localhost`: the target's authority
-    // is the one HTTP/1.1 says counts, so it must agree with the checked one.
-    if let Some(target) = uri.authority()
-        && headers.get(header::HOST).is_none_or(|h| {
-            !h.as_bytes()
-                .eq_ignore_ascii_case(target.as_str().as_bytes())
-        })
-    {
-        return Err(screen::turned_away(guard::Refusal::Host));
-    }
-    if let Some(connection) = connection {
-        connection.passed();
-    }
-    Ok(())
-}
-
-fn session_of(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refused> {
-    let Some(id) = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
-        return Err(Refused(
-            StatusCode::BAD_REQUEST,
-            error_codes::INVALID_REQUEST,
-            "Mcp-Session-Id header is required (send initialize first)".into(),
-        ));
-    };
-    let session = endpoint.sessions.get(id).ok_or_else(|| {
-        Refused(
-            StatusCode::NOT_FOUND,
-            -32001,
-            "session not found (it ended or expired); initialize a new one".into(),
-        )
-    })?;
-    session.touch();
-    Ok(session)
 }
 
 /// What the session's revision asks of a request: an `MCP-Protocol-Version`
@@ -312,61 +265,6 @@ fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(),
     Ok(())
 }
 
-/// Reads a POST's body: refused at once when it says it is too large,
-/// bounded in size and in time, and counted against the bytes all bodies
-/// being read may take together.
-async fn read_body(
-    endpoint: &Endpoint,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<bytes::Bytes, Refused> {
-    let limit = endpoint.options.max_body;
-    let too_large = || screen::too_large(limit);
-    let expected = match screen::declared_length(headers, limit) {
-        Ok(n) => n,
-        Err(refusal) => {
-            // A body a little over the limit is read and dropped (never
-            // kept), so its client gets the 413 instead of a reset; a larger
-            // one is not read at all.
-            let declared = headers
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            if declared.is_some_and(|n| n <= 2 * limit as u64) {
-                let mut chunks = body.into_data_stream();
-                let drained = async { while let Some(Ok(_)) = chunks.next().await {} };
-                let _ = tokio::time::timeout(endpoint.options.body_timeout, drained).await;
-            }
-            return Err(refusal);
-        }
-    };
-    let deadline = tokio::time::Instant::now() + endpoint.options.body_timeout;
-    let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
-    let busy = || {
-        Refused(
-            StatusCode::SERVICE_UNAVAILABLE,
-            -32000,
-            "too many request bodies are being read; try again".into(),
-        )
-    };
-    let _budget = tokio::time::timeout_at(deadline, endpoint.bodies.acquire_many(permits))
-        .await
-        .map_err(|_| busy())?
-        .map_err(|_| busy())?;
-    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(too_large()),
-        Err(_) => Err(Refused(
-            StatusCode::REQUEST_TIMEOUT,
-            error_codes::INVALID_REQUEST,
-            format!(
-                "the request body did not arrive within {}s",
-                endpoint.options.body_timeout.as_secs_f64()
-            ),
-        )),
-    }
-}
-
 fn accepts_sse(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
@@ -377,27 +275,11 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 
 async fn on_post(
     State(endpoint): State<Arc<Endpoint>>,
-    door: Door,
+    Named(named): Named,
     headers: HeaderMap,
-    body: Body,
+    ReadBody(bytes): ReadBody,
 ) -> Response {
-    if let Err(refusal) =
-        admit(&endpoint, &headers, &door).and_then(|()| screen::posted_json(&headers))
-    {
-        return refusal.into_response();
-    }
-    // A request for a session that is not there is answered before its body is read.
-    let named = match headers.contains_key(&SESSION_HEADER) {
-        true => match session_of(&endpoint, &headers) {
-            Ok(session) => Some(session),
-            Err(refusal) => return refusal.into_response(),
-        },
-        false => None,
-    };
-    let bytes = match read_body(&endpoint, &headers, body).await {
-        Ok(bytes) => bytes,
-        Err(refusal) => return refusal.into_response(),
-    };
+    let named = named.map(|(_, session)| session);
     let max_batch = endpoint.gateway.options().max_in_flight;
     let Parsed {
         mut messages,
@@ -493,12 +375,13 @@ async fn on_post(
     response
 }
 
-async fn on_get(State(endpoint): State<Arc<Endpoint>>, door: Door, headers: HeaderMap) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers, &door) {
-        return refusal.into_response();
-    }
-    let session = match session_of(&endpoint, &headers) {
-        Ok(s) => s,
+async fn on_get(
+    State(endpoint): State<Arc<Endpoint>>,
+    named: Named,
+    headers: HeaderMap,
+) -> Response {
+    let session = match named.required() {
+        Ok((_, session)) => session,
         Err(refusal) => return refusal.into_response(),
     };
     if let Err(refusal) = speaks(&session, &headers, false) {
@@ -540,26 +423,18 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, door: Door, headers: Head
 
 async fn on_delete(
     State(endpoint): State<Arc<Endpoint>>,
-    door: Door,
+    named: Named,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refusal) = admit(&endpoint, &headers, &door) {
-        return refusal.into_response();
-    }
-    let Some(id) = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            error_codes::INVALID_REQUEST,
-            "Mcp-Session-Id header is required",
-        );
+    let (id, session) = match named.required() {
+        Ok(named) => named,
+        Err(refusal) => return refusal.into_response(),
     };
     // A DELETE naming another revision than the session's is refused like any request.
-    if let Some(session) = endpoint.sessions.get(id) {
-        if let Err(refusal) = speaks(&session, &headers, false) {
-            return refusal.into_response();
-        }
+    if let Err(refusal) = speaks(&session, &headers, false) {
+        return refusal.into_response();
     }
-    if endpoint.sessions.remove(id) {
+    if endpoint.sessions.remove(&id) {
         StatusCode::NO_CONTENT.into_response()
     } else {
         refuse(

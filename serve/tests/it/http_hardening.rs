@@ -111,6 +111,58 @@ async fn the_loopback_endpoint_needs_the_token_serve_made_and_print_token_gives_
     Session::open(&anyone, &open.url).await;
 }
 
+/// The door checks are the router's outermost layer: every path and every
+/// method passes them before anything answers, a route serve does not have
+/// included, so a route added later cannot skip them.
+#[tokio::test]
+async fn the_door_checks_stand_before_every_path_and_method() {
+    let dir = empty_dir("door");
+    let serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
+    let base = format!("http://{}", serve.addr());
+    let token = serve.authorization().unwrap();
+    let client = reqwest::Client::new();
+    let asks = [
+        (reqwest::Method::GET, "/"),
+        (reqwest::Method::POST, "/other"),
+        (reqwest::Method::PUT, "/mcp"),
+        (reqwest::Method::PATCH, "/mcp/deeper"),
+        (reqwest::Method::OPTIONS, "/mcp"),
+    ];
+    for (method, path) in &asks {
+        let url = format!("{base}{path}");
+        let bare = client.request(method.clone(), &url).send().await.unwrap();
+        assert_eq!(bare.status(), 401, "{method} {path} without the token");
+        let page = client
+            .request(method.clone(), &url)
+            .header("Authorization", &token)
+            .header("Origin", "https://pages.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 403, "{method} {path} from another origin");
+        let rebound = client
+            .request(method.clone(), &url)
+            .header("Authorization", &token)
+            .header("Host", "attacker.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(rebound.status(), 403, "{method} {path} for another host");
+        // Past the door, what is not there says so.
+        let passed = client
+            .request(method.clone(), &url)
+            .header("Authorization", &token)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            matches!(passed.status().as_u16(), 404 | 405),
+            "{method} {path} with the token: {}",
+            passed.status()
+        );
+    }
+}
+
 #[tokio::test]
 async fn silent_trickling_and_surplus_connections_are_closed() {
     // Past the cap, a connection that never presented the token is closed
