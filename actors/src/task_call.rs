@@ -14,6 +14,9 @@
 //! wait. `tasks/result` for a task that needs input is held by the server until
 //! the task ends, so it has the whole call's time, and `tasks/cancel` (sent
 //! without waiting) a long one, so that neither can end the connection first.
+//!
+//! Where the call is and what cancelling it asks for is the sans-I/O
+//! [`TaskCall`] (`protocol/src/state/task_call.rs`); this file sends what it says.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +24,9 @@ use std::time::Duration;
 use mcpvisor_protocol::CallToolResult;
 use mcpvisor_protocol::mcp::messages::methods;
 use mcpvisor_protocol::mcp::tasks::{
-    TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TaskState, TaskStatus, call_as_task_params, task_params,
+    TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TaskState, call_as_task_params, task_params,
 };
+use mcpvisor_protocol::state::task_call::{NextStep, OnCancel, OnCreated, TaskCall};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -32,20 +36,6 @@ use crate::error::CallError;
 use crate::lane::{Answer, CallLane};
 use crate::options::ProgressCallback;
 use crate::routes::{LaneRoute, Route};
-
-/// Fastest and slowest polling, whatever the server suggests.
-const POLL_FLOOR: Duration = Duration::from_millis(100);
-const POLL_CEILING: Duration = Duration::from_secs(5);
-
-/// Where a task call is, as cancelling it needs to know.
-enum Stage {
-    /// `tools/call` sent; no task id yet.
-    Creating,
-    /// The server runs task `0`.
-    Created(String),
-    /// Ended: answered, or cancelled (a task created after that is cancelled at once).
-    Over,
-}
 
 /// How long a `tasks/cancel` nobody waits for may stay unanswered.
 const CANCEL_WAIT: Duration = Duration::from_secs(600);
@@ -58,7 +48,8 @@ pub(crate) struct TaskFlow {
     call_timeout: Duration,
     /// Whether the server answers `tasks/cancel`.
     cancels: bool,
-    stage: Mutex<Stage>,
+    /// Where the call is, and what cancelling it asks for.
+    stage: Mutex<TaskCall>,
     reply: Mutex<Option<oneshot::Sender<Result<CallToolResult, CallError>>>>,
     abort: Mutex<Option<AbortHandle>>,
     /// The token its progress comes with (the first request's id).
@@ -73,17 +64,16 @@ impl TaskFlow {
             return;
         };
         self.lane.unwatch(self.token);
-        let stage = std::mem::replace(&mut *self.stage.lock(), Stage::Over);
-        match stage {
+        let asked = self.stage.lock().cancel();
+        match asked {
             // The task's id is still to come: the flow cancels it once it has it.
-            Stage::Creating => {}
-            Stage::Created(id) => {
+            OnCancel::WhenNamed | OnCancel::Nothing => {}
+            OnCancel::CancelTask(id) => {
                 if let Some(abort) = self.abort.lock().take() {
                     abort.abort();
                 }
                 self.cancel_task(&id);
             }
-            Stage::Over => {}
         }
         let _ = reply.send(Err(CallError::Cancelled));
     }
@@ -100,22 +90,19 @@ impl TaskFlow {
     /// The task was created: from now on cancelling cancels it. False if the
     /// call was cancelled meanwhile (the task is then cancelled here).
     fn created(&self, id: &str) -> bool {
-        let mut stage = self.stage.lock();
-        if matches!(*stage, Stage::Over) {
-            drop(stage);
-            self.cancel_task(id);
-            return false;
+        let next = self.stage.lock().created(id);
+        match next {
+            OnCreated::Poll => true,
+            OnCreated::CancelIt => {
+                self.cancel_task(id);
+                false
+            }
         }
-        *stage = Stage::Created(id.to_string());
-        true
     }
 
     /// The task's result is in: nothing is left to cancel. Its id, if it was running.
     fn over(&self) -> Option<String> {
-        match std::mem::replace(&mut *self.stage.lock(), Stage::Over) {
-            Stage::Created(id) => Some(id),
-            _ => None,
-        }
+        self.stage.lock().over()
     }
 
     fn finish(&self, outcome: Result<CallToolResult, CallError>) {
@@ -145,7 +132,7 @@ pub(crate) fn start(
         request_timeout: local.request_timeout,
         call_timeout: timeout,
         cancels,
-        stage: Mutex::new(Stage::Creating),
+        stage: Mutex::new(TaskCall::new()),
         reply: Mutex::new(Some(reply)),
         abort: Mutex::new(None),
         token,
@@ -216,9 +203,8 @@ async fn run(
     if !flow.created(&id) {
         return Err(CallError::Cancelled);
     }
-    while !state.status.is_terminal() && state.status != TaskStatus::InputRequired {
-        let pause = Duration::from_millis(state.poll_interval_ms.unwrap_or(1000));
-        tokio::time::sleep(pause.clamp(POLL_FLOOR, POLL_CEILING)).await;
+    while let NextStep::PollAfter(pause) = TaskCall::next(&state) {
+        tokio::time::sleep(pause).await;
         let got = lane
             .ask(TASKS_GET, Some(task_params(&id)), flow.request_timeout)
             .await?;

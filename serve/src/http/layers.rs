@@ -1,5 +1,5 @@
 //! The checks a request passes before a handler sees it, as layers of the
-//! router, so a route added later gets them too:
+//! router, so a route added to it gets them too:
 //!
 //! - every request, on any path and any method: the door ([`door`]) — the
 //!   `Host` and `Origin` (DNS rebinding), the request target's authority, and
@@ -8,7 +8,8 @@
 //!   names ([`named_session`]) before its body is read, then the body, bounded
 //!   in size, in time and in the bytes all bodies may take at once
 //!   ([`bounded_body`]);
-//! - a GET or DELETE of `/mcp`: the session it names.
+//! - a GET or DELETE of `/mcp`: the session it names (route layers: a method
+//!   `/mcp` does not route gets its `405` past the door alone).
 //!
 //! What a layer found reaches the handler as an extractor ([`Named`],
 //! [`ReadBody`]) taken out of the request's extensions: a handler on a route

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use futures::StreamExt;
 use mcpvisor_protocol::wire::jsonrpc::{Message, error_codes};
@@ -204,21 +204,27 @@ impl HttpEndpoint {
     }
 }
 
-/// The routes, inside the checks every request passes (see [`layers`]):
-/// the door around everything, any path and any method included.
+/// The endpoint's router: [`routes`] inside the door, which wraps every
+/// route and fallback `routes` returns (an axum layer wraps only what exists
+/// when it is added, so no route may be added here, after it).
 fn router(endpoint: Arc<Endpoint>) -> axum::Router {
+    routes(endpoint.clone())
+        .layer(from_fn_with_state(endpoint.clone(), layers::door))
+        .with_state(endpoint)
+}
+
+/// Every route, each with the checks of its method as route layers (which,
+/// unlike `layer`, leave the 405 for a method not routed to the door alone).
+fn routes(endpoint: Arc<Endpoint>) -> axum::Router<Arc<Endpoint>> {
     let state = || endpoint.clone();
     let posts = post(on_post)
-        .layer(from_fn_with_state(state(), layers::bounded_body))
-        .layer(from_fn_with_state(state(), layers::named_session))
-        .layer(from_fn(layers::json_media));
+        .route_layer(from_fn_with_state(state(), layers::bounded_body))
+        .route_layer(from_fn_with_state(state(), layers::named_session))
+        .route_layer(from_fn(layers::json_media));
     let others = get(on_get)
         .delete(on_delete)
-        .layer(from_fn_with_state(state(), layers::named_session));
-    axum::Router::new()
-        .route("/mcp", posts.merge(others))
-        .layer(from_fn_with_state(state(), layers::door))
-        .with_state(state())
+        .route_layer(from_fn_with_state(state(), layers::named_session));
+    axum::Router::new().route("/mcp", posts.merge(others))
 }
 
 /// Closes idle sessions, checking a few times per idle period, and sessions

@@ -1,8 +1,8 @@
 //! What a POST must be before it reaches a session, as plain functions of
 //! its headers and body: the refusals' shapes, the media types, the declared
-//! length, the JSON-RPC messages and the rules for `initialize`. The router's
-//! layers (`layers.rs`) and then the handler run them in order; [`screen_post`] runs the same ones at once, for the
-//! fuzzer.
+//! length, the JSON-RPC messages and the rules for `initialize`. The
+//! router's layers (`layers.rs`) and then the handler run them in order;
+//! [`screen_post`] runs the same ones at once, for the fuzzer.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

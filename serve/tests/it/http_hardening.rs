@@ -112,54 +112,74 @@ async fn the_loopback_endpoint_needs_the_token_serve_made_and_print_token_gives_
 }
 
 /// The door checks are the router's outermost layer: every path and every
-/// method passes them before anything answers, a route serve does not have
-/// included, so a route added later cannot skip them.
+/// method passes them before anything answers (a route serve does not have,
+/// a method `/mcp` does not route, a session id that names nothing), so a
+/// route added to the router cannot skip them, and a peer without the token
+/// learns nothing, not even which session ids exist.
 #[tokio::test]
 async fn the_door_checks_stand_before_every_path_and_method() {
+    use reqwest::Method;
     let dir = empty_dir("door");
     let serve = HttpServe::start(&dir, &["--http", "127.0.0.1:0"], None);
     let base = format!("http://{}", serve.addr());
     let token = serve.authorization().unwrap();
     let client = reqwest::Client::new();
+    // (method, path, a session id to name, the status past the door)
     let asks = [
-        (reqwest::Method::GET, "/"),
-        (reqwest::Method::POST, "/other"),
-        (reqwest::Method::PUT, "/mcp"),
-        (reqwest::Method::PATCH, "/mcp/deeper"),
-        (reqwest::Method::OPTIONS, "/mcp"),
+        (Method::GET, "/", None, 404),
+        (Method::HEAD, "/", None, 404),
+        (Method::POST, "/other", None, 404),
+        (Method::PATCH, "/mcp/deeper", None, 404),
+        (Method::PUT, "/mcp", None, 405),
+        (Method::OPTIONS, "/mcp", None, 405),
+        (Method::PUT, "/mcp", Some("f00d"), 405),
+        (Method::HEAD, "/mcp", Some("f00d"), 404),
+        (Method::GET, "/mcp", Some("f00d"), 404),
+        (Method::DELETE, "/mcp", Some("f00d"), 404),
+        (Method::POST, "/mcp", Some("f00d"), 404),
     ];
-    for (method, path) in &asks {
-        let url = format!("{base}{path}");
-        let bare = client.request(method.clone(), &url).send().await.unwrap();
-        assert_eq!(bare.status(), 401, "{method} {path} without the token");
-        let page = client
-            .request(method.clone(), &url)
-            .header("Authorization", &token)
-            .header("Origin", "https://pages.example")
-            .send()
+    for (method, path, session, past) in asks {
+        let ask = |extra: &[(&str, &str)]| {
+            let mut request = client.request(method.clone(), format!("{base}{path}"));
+            if method == Method::POST {
+                request = request
+                    .header("Content-Type", "application/json")
+                    .header("Accept", "application/json, text/event-stream")
+                    .body("{}");
+            }
+            if let Some(id) = session {
+                request = request.header("Mcp-Session-Id", id);
+            }
+            for (name, value) in extra {
+                request = request.header(*name, *value);
+            }
+            request.send()
+        };
+        let what = format!("{method} {path} (session {session:?})");
+        let bare = ask(&[]).await.unwrap();
+        assert_eq!(bare.status(), 401, "{what} without the token");
+        let page = ask(&[
+            ("Authorization", &token),
+            ("Origin", "https://pages.example"),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(page.status(), 403, "{what} from another origin");
+        if method != Method::HEAD {
+            let said = page.text().await.unwrap();
+            assert!(said.contains("Origin not allowed"), "{what}: {said}");
+        }
+        let rebound = ask(&[("Authorization", &token), ("Host", "attacker.example")])
             .await
             .unwrap();
-        assert_eq!(page.status(), 403, "{method} {path} from another origin");
-        let rebound = client
-            .request(method.clone(), &url)
-            .header("Authorization", &token)
-            .header("Host", "attacker.example")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(rebound.status(), 403, "{method} {path} for another host");
+        assert_eq!(rebound.status(), 403, "{what} for another host");
+        if method != Method::HEAD {
+            let said = rebound.text().await.unwrap();
+            assert!(said.contains("DNS rebinding"), "{what}: {said}");
+        }
         // Past the door, what is not there says so.
-        let passed = client
-            .request(method.clone(), &url)
-            .header("Authorization", &token)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            matches!(passed.status().as_u16(), 404 | 405),
-            "{method} {path} with the token: {}",
-            passed.status()
-        );
+        let passed = ask(&[("Authorization", &token)]).await.unwrap();
+        assert_eq!(passed.status(), past, "{what} with the token");
     }
 }
 

@@ -123,37 +123,79 @@ fn closing_hands_back_every_call_in_flight() {
 /// One input to the table.
 #[derive(Debug, Clone)]
 enum Op {
-    Start { timeout: u64 },
+    Start {
+        timeout: u64,
+    },
+    /// Starts again under an id already used (in flight, ended or expired).
+    Reuse {
+        pick: usize,
+        timeout: u64,
+    },
     Answer(usize),
     Fail(usize),
     Cancel(usize),
     Withdraw(usize),
     Advance(u64),
     TakeExpired(usize),
-    Close,
+    /// The connection ends; `reopen` says whether a new one opens at once.
+    Close {
+        reopen: bool,
+    },
+    Open,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (1u64..50).prop_map(|timeout| Op::Start { timeout }),
+        4 => (1u64..50).prop_map(|timeout| Op::Start { timeout }),
+        1 => (0usize..16, 1u64..50).prop_map(|(pick, timeout)| Op::Reuse { pick, timeout }),
         3 => (0usize..16).prop_map(Op::Answer),
-        1 => (0usize..16).prop_map(Op::Fail),
+        2 => (0usize..16).prop_map(Op::Fail),
         2 => (0usize..16).prop_map(Op::Cancel),
         1 => (0usize..16).prop_map(Op::Withdraw),
         2 => (0u64..30).prop_map(Op::Advance),
         1 => (0usize..16).prop_map(Op::TakeExpired),
-        1 => Just(Op::Close),
+        1 => any::<bool>().prop_map(|reopen| Op::Close { reopen }),
+        1 => Just(Op::Open),
     ]
+}
+
+/// What the table must agree with: the calls in flight and their deadlines,
+/// and the ones that timed out and were not yet taken.
+#[derive(Default)]
+struct Model {
+    open: bool,
+    in_flight: HashMap<i64, u64>,
+    expired: std::collections::HashSet<i64>,
+}
+
+const MAX: usize = 8;
+
+impl Model {
+    /// What starting `id` must give: the table's refusals, in its order.
+    fn start(&self, id: i64) -> Result<(), StartRefused> {
+        if !self.open {
+            Err(StartRefused::Closed)
+        } else if self.in_flight.len() >= MAX {
+            Err(StartRefused::Overloaded(MAX))
+        } else if self.in_flight.contains_key(&id) || self.expired.contains(&id) {
+            Err(StartRefused::DuplicateId(id))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 proptest! {
     /// Every id ends exactly once (answer, failure, cancel, withdrawal, timeout
-    /// or connection loss); nothing answers after that; no call outlives its
-    /// deadline once the clock has passed it.
+    /// or connection loss); nothing answers after that; a start is refused
+    /// exactly when the connection is not open, the table is full or the id is
+    /// taken; the table's count and next deadline are the model's; no call
+    /// outlives its deadline once the clock has passed it.
     #[test]
     fn every_call_ends_exactly_once(ops in proptest::collection::vec(op(), 1..200)) {
-        let mut t: CallTable<i64, u64> = CallTable::new(8);
+        let mut t: CallTable<i64, u64> = CallTable::new(MAX);
         t.open();
+        let mut model = Model { open: true, ..Model::default() };
         let mut now = 0u64;
         let mut next_id = 0i64;
         let mut started: Vec<i64> = Vec::new();
@@ -168,33 +210,76 @@ proptest! {
             match op {
                 Op::Start { timeout } => {
                     next_id += 1;
-                    if t.start(next_id, now + timeout, next_id).is_ok() {
+                    let expected = model.start(next_id);
+                    let got = t.start(next_id, now + timeout, next_id);
+                    prop_assert_eq!(&got, &expected);
+                    if got.is_ok() {
                         started.push(next_id);
+                        model.in_flight.insert(next_id, now + timeout);
+                    }
+                }
+                Op::Reuse { pick: i, timeout } => {
+                    let Some(id) = pick(i) else { continue };
+                    let expected = model.start(id);
+                    let got = t.start(id, now + timeout, id);
+                    prop_assert_eq!(&got, &expected);
+                    if got.is_ok() {
+                        // An id that ended and was forgotten may serve again: a new call.
+                        prop_assert!(ended.remove(&id).is_some(), "id {} was never used", id);
+                        model.in_flight.insert(id, now + timeout);
                     }
                 }
                 Op::Answer(i) | Op::Fail(i) => {
                     let Some(id) = pick(i) else { continue };
-                    match t.answer(id) {
-                        Answered::Call(p) => { prop_assert_eq!(p, id); end(id, "answer", &mut ended)?; }
-                        Answered::Late => prop_assert_eq!(ended.get(&id).copied(), Some("timeout")),
-                        Answered::Unknown => prop_assert!(ended.contains_key(&id)),
+                    let failed = matches!(op, Op::Fail(_));
+                    let got = if failed { t.fail(id) } else { t.answer(id) };
+                    match got {
+                        Answered::Call(p) => {
+                            prop_assert_eq!(p, id);
+                            prop_assert!(model.in_flight.remove(&id).is_some());
+                            end(id, if failed { "failed" } else { "answer" }, &mut ended)?;
+                        }
+                        Answered::Late => {
+                            prop_assert_eq!(ended.get(&id).copied(), Some("timeout"));
+                            prop_assert!(model.expired.contains(&id));
+                        }
+                        Answered::Unknown => {
+                            prop_assert!(ended.contains_key(&id));
+                            prop_assert!(!model.in_flight.contains_key(&id) && !model.expired.contains(&id));
+                        }
                     }
                 }
                 Op::Cancel(i) => {
                     let Some(id) = pick(i) else { continue };
                     match t.cancel(id, "test") {
-                        Some((p, _)) => { prop_assert_eq!(p, id); end(id, "cancel", &mut ended)?; }
-                        None => prop_assert!(ended.contains_key(&id)),
+                        Some((p, Message::Notification(note))) => {
+                            prop_assert_eq!(p, id);
+                            prop_assert_eq!(note.method.as_str(), methods::CANCELLED);
+                            prop_assert!(model.in_flight.remove(&id).is_some());
+                            end(id, "cancel", &mut ended)?;
+                        }
+                        Some((_, other)) => prop_assert!(false, "a cancel sent {:?}", other),
+                        None => prop_assert!(!model.in_flight.contains_key(&id)),
                     }
                 }
                 Op::Withdraw(i) => {
                     let Some(id) = pick(i) else { continue };
-                    if let Some(p) = t.withdraw(id) { prop_assert_eq!(p, id); end(id, "withdraw", &mut ended)?; }
+                    match t.withdraw(id) {
+                        Some(p) => {
+                            prop_assert_eq!(p, id);
+                            prop_assert!(model.in_flight.remove(&id).is_some());
+                            end(id, "withdraw", &mut ended)?;
+                        }
+                        None => prop_assert!(!model.in_flight.contains_key(&id)),
+                    }
                 }
                 Op::Advance(by) => {
                     now += by;
                     for (id, p) in t.expire(now) {
                         prop_assert_eq!(p, id);
+                        let due = model.in_flight.remove(&id);
+                        prop_assert!(due.is_some_and(|at| at <= now), "id {} expired early", id);
+                        model.expired.insert(id);
                         end(id, "timeout", &mut ended)?;
                     }
                     if let Some(next) = t.next_deadline() {
@@ -203,18 +288,32 @@ proptest! {
                 }
                 Op::TakeExpired(i) => {
                     let Some(id) = pick(i) else { continue };
-                    if t.take_expired(id) {
+                    let taken = t.take_expired(id);
+                    prop_assert_eq!(taken, model.expired.remove(&id));
+                    if taken {
                         prop_assert_eq!(ended.get(&id).copied(), Some("timeout"));
                     }
                 }
-                Op::Close => {
+                Op::Close { reopen } => {
                     for (id, p) in t.close() {
                         prop_assert_eq!(p, id);
+                        prop_assert!(model.in_flight.remove(&id).is_some());
                         end(id, "lost", &mut ended)?;
                     }
+                    prop_assert!(model.in_flight.is_empty());
+                    model.expired.clear();
+                    model.open = reopen;
+                    if reopen {
+                        t.open();
+                    }
+                }
+                Op::Open => {
                     t.open();
+                    model.open = true;
                 }
             }
+            prop_assert_eq!(t.len(), model.in_flight.len());
+            prop_assert_eq!(t.next_deadline(), model.in_flight.values().min().copied());
         }
         for (id, p) in t.close() {
             prop_assert_eq!(p, id);
@@ -223,6 +322,5 @@ proptest! {
         for id in &started {
             prop_assert!(ended.contains_key(id), "id {} never ended", id);
         }
-        prop_assert_eq!(ended.len(), started.len());
     }
 }
