@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use mcpvisor::{
-    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, SamplingRequest,
+    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, HostAsk, SamplingRequest,
     SamplingResult, SharedClientHandler, UrlRequest,
 };
-use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -130,40 +130,37 @@ fn refusal(message: String) -> ErrorObject {
 }
 
 impl Forwarder {
-    /// Sends `method` with `params` to the client calling `server` and waits
-    /// for its answer.
-    async fn relay(
-        callers: Arc<Callers>,
-        server: Arc<str>,
-        method: &'static str,
-        params: &Value,
-        url_asked: Option<&str>,
-    ) -> Result<Value, ErrorObject> {
-        let (session, replies) = callers
-            .caller(&server)
-            .map_err(|why| refusal(format!("{why} to answer {method}")))?;
-        if !session.offers(method, params) {
-            return Err(refusal(format!(
-                "the client calling `{server}` does not offer {method} as asked"
-            )));
-        }
-        // Which server asks, for clients that show it (the CLI does).
-        let mut params = params.clone();
-        if let Some(map) = params.as_object_mut() {
-            let meta = map
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    crate::resources_prompts::SERVER_META.into(),
-                    Value::String(server.to_string()),
-                );
+    /// Sends `ask` to the client calling its server and waits for its answer.
+    fn relay(&self, ask: HostAsk) -> impl Future<Output = Result<Value, ErrorObject>> + use<> {
+        let callers = self.0.clone();
+        async move {
+            let (server, method) = (ask.server(), ask.method());
+            let (session, replies) = callers
+                .caller(server)
+                .map_err(|why| refusal(format!("{why} to answer {method}")))?;
+            if !session.offers(method, ask.params()) {
+                return Err(refusal(format!(
+                    "the client calling `{server}` does not offer {method} as asked"
+                )));
             }
+            // Which server asks, for clients that show it (the CLI does).
+            let mut params = ask.params().clone();
+            if let Some(map) = params.as_object_mut() {
+                let meta = map
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(
+                        crate::resources_prompts::SERVER_META.into(),
+                        Value::String(server.to_string()),
+                    );
+                }
+            }
+            if let HostAsk::Url(asked) = &ask {
+                session.expect_completion(server, &asked.elicitation.elicitation_id);
+            }
+            session.ask(method, params, &replies).await
         }
-        if let Some(asked) = url_asked {
-            session.expect_completion(&server, asked);
-        }
-        session.ask(method, params, &replies).await
     }
 }
 
@@ -188,52 +185,24 @@ impl ClientHandler for Forwarder {
     }
 
     fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {
-        let callers = self.0.clone();
+        let relayed = self.relay(HostAsk::Sampling(request));
         Box::pin(async move {
-            let params = request.request.params();
-            let answer = Forwarder::relay(
-                callers,
-                request.server,
-                methods::CREATE_MESSAGE,
-                params,
-                None,
-            )
-            .await?;
-            SamplingResult::parse(&answer).map_err(|e| unreadable("sampling", e))
+            SamplingResult::parse(&relayed.await?).map_err(|e| unreadable("sampling", e))
         })
     }
 
     fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {
-        let callers = self.0.clone();
+        let relayed = self.relay(HostAsk::Form(request));
         Box::pin(async move {
-            let params = request.params();
-            let answer = Forwarder::relay(
-                callers,
-                request.server.clone(),
-                methods::ELICIT,
-                params,
-                None,
-            )
-            .await?;
-            ElicitAnswer::parse(&answer).map_err(|e| unreadable("elicitation", e))
+            ElicitAnswer::parse(&relayed.await?).map_err(|e| unreadable("elicitation", e))
         })
     }
 
     fn elicit_url(&self, request: UrlRequest) -> HostAnswer<ElicitAction> {
-        let callers = self.0.clone();
+        let relayed = self.relay(HostAsk::Url(request));
         Box::pin(async move {
-            let asked = Some(request.elicitation.elicitation_id.as_str());
-            let params = request.params();
-            let answer = Forwarder::relay(
-                callers,
-                request.server.clone(),
-                methods::ELICIT,
-                params,
-                asked,
-            )
-            .await?;
-            let answer = ElicitAnswer::parse(&answer).map_err(|e| unreadable("elicitation", e))?;
-            Ok(answer.action)
+            let answer = ElicitAnswer::parse(&relayed.await?);
+            Ok(answer.map_err(|e| unreadable("elicitation", e))?.action)
         })
     }
 }
