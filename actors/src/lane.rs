@@ -2,10 +2,10 @@
 //! passing through the server actor's mailbox.
 //!
 //! One lane per connection, shared by the routes (callers), the transport's
-//! reader (answers) and the server actor (lifecycle). A caller takes a request
-//! id from the counter it shares with the session, records its reply channel
-//! here, and writes its line itself (stdio) or hands it to the transport actor
-//! (HTTP). The reader completes the call from this table as soon as the answer
+//! reader (answers) and the server actor (lifecycle). A caller records its
+//! reply channel in the call table, which gives it the connection's next
+//! request id (one counter, shared with the session), and writes its line
+//! itself (stdio) or hands it to the transport actor (HTTP). The reader completes the call from this table as soon as the answer
 //! is parsed. Everything that is not a call's answer — notifications, server
 //! requests, the session's own requests — still goes through the server actor,
 //! and so does an answer that arrives while earlier events are still queued
@@ -15,14 +15,14 @@
 //! The server actor opens the lane when the connection is ready and closes it
 //! when the connection ends, failing every call still in it.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
-use mcpvisor_protocol::state::calls::{Answered, CallTable, StartRefused};
+use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
 use mcpvisor_protocol::{CallToolResult, Message, QualifiedMcpToolName, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
@@ -112,7 +112,7 @@ pub(crate) struct CallLane {
     server: Arc<str>,
     report: Arc<dyn LaneReport>,
     writer: Arc<dyn LaneWrite>,
-    ids: Arc<AtomicI64>,
+    /// The calls in flight; their ids are the table's, from the connection's counter.
     calls: Mutex<CallTable<Slot, Instant>>,
     /// Wakes the deadline task when a call is due sooner than its timer.
     wake: Arc<Notify>,
@@ -144,15 +144,14 @@ impl CallLane {
         server: Arc<str>,
         report: Arc<dyn LaneReport>,
         writer: Arc<dyn LaneWrite>,
-        ids: Arc<AtomicI64>,
+        ids: RequestIds,
         max_in_flight: usize,
     ) -> Self {
         CallLane {
             server,
             report,
             writer,
-            ids,
-            calls: Mutex::new(CallTable::new(max_in_flight)),
+            calls: Mutex::new(CallTable::with_ids(max_in_flight, ids)),
             wake: Arc::new(Notify::new()),
             armed: Mutex::new(None),
             deadlines: Mutex::new(None),
@@ -188,9 +187,7 @@ impl CallLane {
         output: Option<Arc<ToolOutput>>,
         timeout: Duration,
     ) -> Result<(i64, Answer), CallError> {
-        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
-        // The progress token is the request id: unique on this connection.
-        let line = call_tool_line(id, tool, arguments, progress.is_some().then_some(id));
+        let with_progress = progress.is_some();
         let (reply, answer) = oneshot::channel();
         let slot = Slot {
             reply: Reply::Call(reply),
@@ -199,7 +196,9 @@ impl CallLane {
             after: timeout,
             _live: crate::vitals::Live::call(),
         };
-        self.begin(id, line, slot)?;
+        // The progress token is the request id: unique on this connection.
+        let line = |id| call_tool_line(id, tool, arguments, with_progress.then_some(id));
+        let id = self.begin(None, line, slot)?;
         Ok((id, answer))
     }
 
@@ -212,9 +211,7 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<(i64, RawAnswer), CallError> {
-        let id = self.next_id();
-        let answer = self.request_as(id, method, params, timeout)?;
-        Ok((id, answer))
+        self.request_with(None, method, params, timeout)
     }
 
     /// [`CallLane::request`], awaited: the result as sent. Dropping the future
@@ -249,7 +246,7 @@ impl CallLane {
     /// The next request id of this connection (for a request whose parameters
     /// name it, as a progress token does), to pass to [`CallLane::request_as`].
     pub(crate) fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed) + 1
+        self.calls.lock().ids().next()
     }
 
     /// [`CallLane::request`] under an id from [`CallLane::next_id`].
@@ -260,9 +257,18 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<RawAnswer, CallError> {
-        let request = Request::new(RequestId::Number(id), method, params);
-        let mut line = Message::Request(request).to_vec();
-        line.push(b'\n');
+        let (_, answer) = self.request_with(Some(id), method, params, timeout)?;
+        Ok(answer)
+    }
+
+    /// A raw request under `id`, or the table's next id.
+    fn request_with(
+        &self,
+        id: Option<i64>,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<(i64, RawAnswer), CallError> {
         let (reply, answer) = oneshot::channel();
         let slot = Slot {
             reply: Reply::Raw(reply),
@@ -271,8 +277,14 @@ impl CallLane {
             after: timeout,
             _live: crate::vitals::Live::call(),
         };
-        self.begin(id, line, slot)?;
-        Ok(answer)
+        let line = |id| {
+            let request = Request::new(RequestId::Number(id), method, params);
+            let mut line = Message::Request(request).to_vec();
+            line.push(b'\n');
+            line
+        };
+        let id = self.begin(id, line, slot)?;
+        Ok((id, answer))
     }
 
     /// Sends progress for token `id` to `progress` until [`CallLane::unwatch`]
@@ -286,20 +298,31 @@ impl CallLane {
         self.watched.lock().remove(&id);
     }
 
-    /// Records request `id` due after `slot.after`, then writes its line.
-    fn begin(&self, id: i64, line: Vec<u8>, slot: Slot) -> Result<(), CallError> {
+    /// Records a request due after `slot.after`, under `id` or the table's
+    /// next id, then writes its line (`line` of the id); returns the id.
+    fn begin(
+        &self,
+        id: Option<i64>,
+        line: impl FnOnce(i64) -> Vec<u8>,
+        slot: Slot,
+    ) -> Result<i64, CallError> {
         let timeout = slot.after;
         let deadline = Instant::now() + timeout;
-        {
+        let started = {
             let mut calls = self.calls.lock();
-            calls.start(id, deadline, slot).map_err(|e| match e {
-                StartRefused::Overloaded(limit) => CallError::Overloaded {
-                    server: self.server.clone(),
-                    limit,
-                },
-                _ => self.unavailable(),
-            })?;
-        }
+            match id {
+                Some(id) => calls.start(id, deadline, slot).map(|()| id),
+                None => calls.start_next(deadline, slot),
+            }
+        };
+        let id = started.map_err(|e| match e {
+            StartRefused::Overloaded(limit) => CallError::Overloaded {
+                server: self.server.clone(),
+                limit,
+            },
+            _ => self.unavailable(),
+        })?;
+        let line = line(id);
         // Wake the timer only for a deadline sooner than the one it sleeps until:
         // calls one after another (each due later than the last) cost it nothing;
         // it wakes once at its old deadline and sleeps on to the new earliest.
@@ -327,7 +350,7 @@ impl CallLane {
                 _ => self.unavailable(),
             });
         }
-        Ok(())
+        Ok(id)
     }
 
     /// Stops waiting for call `id`, tells the server, and answers the caller

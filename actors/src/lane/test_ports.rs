@@ -1,8 +1,8 @@
 //! The lane's ports for unit tests: what it writes and what it reports, each
 //! to a channel, so a test sees exactly what the lane did, with no actor alive.
 
+use mcpvisor_protocol::state::calls::RequestIds;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use mcpvisor_protocol::RequestId;
@@ -68,7 +68,7 @@ pub(crate) fn recorded_lane(
         Arc::from(server),
         ports.clone(),
         ports,
-        Arc::new(AtomicI64::new(0)),
+        RequestIds::new(),
         max_in_flight,
     ));
     (lane, wrote_rx, told_rx)

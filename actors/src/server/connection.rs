@@ -1,10 +1,11 @@
 //! The state of one connection and what each message does to it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
+use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_protocol::state::listing::ListingBounds;
 use mcpvisor_protocol::state::session::{HandshakeState, SessionEvent};
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
@@ -87,7 +88,7 @@ impl Connection {
         transport: ActorRef<TransportMsg>,
         pid: Option<u32>,
         lane: Arc<CallLane>,
-        ids: Arc<AtomicI64>,
+        ids: RequestIds,
     ) -> Self {
         let ServerArgs {
             id,

@@ -16,8 +16,7 @@ mod malformed;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use std::sync::atomic::AtomicI64;
-
+use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_transports::{Faulty, HttpTransport, Oversized, StdioTransport};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::Semaphore;
@@ -130,7 +129,8 @@ impl Actor for ServerActor {
             Some(stdin) => stdin,
             None => Arc::new(child.clone()),
         };
-        let ids = Arc::new(AtomicI64::new(0));
+        // One id counter for the connection: its session's requests and its calls.
+        let ids = RequestIds::new();
         let lane = Arc::new(CallLane::new(
             Arc::from(spec.name.as_str()),
             Arc::new(myself.clone()),

@@ -12,6 +12,8 @@
 //! [`CallTable::expire`] when it fires.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::mcp::messages::{CancelledParams, methods};
 use crate::wire::jsonrpc::{Message, Notification, RequestId};
@@ -43,6 +45,24 @@ pub enum Answered<T> {
     Unknown,
 }
 
+/// The request ids of one connection: one counter for everything that sends
+/// requests on it (the session's own requests, the call table's), so no two
+/// share an id. Clones share the counter.
+#[derive(Debug, Clone, Default)]
+pub struct RequestIds(Arc<AtomicI64>);
+
+impl RequestIds {
+    /// A new counter; the first id is 1.
+    pub fn new() -> RequestIds {
+        RequestIds::default()
+    }
+
+    /// The next id.
+    pub fn next(&self) -> i64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
 struct Slot<T, I> {
     payload: T,
     deadline: I,
@@ -51,6 +71,7 @@ struct Slot<T, I> {
 /// The calls in flight on one connection; `T` is what the driver keeps per call
 /// (a reply channel, a progress callback), `I` its instant type.
 pub struct CallTable<T, I> {
+    ids: RequestIds,
     open: bool,
     max_in_flight: usize,
     slots: HashMap<i64, Slot<T, I>>,
@@ -62,7 +83,13 @@ pub struct CallTable<T, I> {
 impl<T, I: Ord + Copy> CallTable<T, I> {
     /// A table that accepts calls once [`CallTable::open`]ed.
     pub fn new(max_in_flight: usize) -> Self {
+        CallTable::with_ids(max_in_flight, RequestIds::new())
+    }
+
+    /// A table that takes its ids from `ids`, shared with the connection's session.
+    pub fn with_ids(max_in_flight: usize, ids: RequestIds) -> Self {
         CallTable {
+            ids,
             open: false,
             max_in_flight,
             slots: HashMap::new(),
@@ -101,6 +128,25 @@ impl<T, I: Ord + Copy> CallTable<T, I> {
         self.deadlines.insert((deadline, id));
         self.slots.insert(id, Slot { payload, deadline });
         Ok(())
+    }
+
+    /// Records a call under the connection's next id, due by `deadline`, and
+    /// returns the id (none is taken when the call is refused).
+    pub fn start_next(&mut self, deadline: I, payload: T) -> Result<i64, StartRefused> {
+        if !self.open {
+            return Err(StartRefused::Closed);
+        }
+        if self.slots.len() >= self.max_in_flight {
+            return Err(StartRefused::Overloaded(self.max_in_flight));
+        }
+        let id = self.ids.next();
+        self.start(id, deadline, payload).map(|()| id)
+    }
+
+    /// The connection's ids, for a request whose parameters name its id before
+    /// it starts (a task's progress token): take one, then [`CallTable::start`] it.
+    pub fn ids(&self) -> &RequestIds {
+        &self.ids
     }
 
     /// The answer (result or error) for `id` arrived.

@@ -6,12 +6,11 @@
 //! server sends into [`SessionEvent`]s. Sockets, processes and clocks stay outside.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::Value;
 
 use crate::mcp::revision::{Revision, Versions};
+use crate::state::calls::RequestIds;
 
 use crate::mcp::messages::{
     ClientCapabilities, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
@@ -150,7 +149,7 @@ enum Pending<T> {
 /// A client session: one per connection.
 pub struct ClientSession<T> {
     /// Shared with whoever else sends requests on this connection, so ids never collide.
-    ids: Arc<AtomicI64>,
+    ids: RequestIds,
     pending: HashMap<RequestId, Pending<T>>,
     state: HandshakeState,
     params: InitializeParams,
@@ -161,17 +160,13 @@ pub struct ClientSession<T> {
 impl<T> ClientSession<T> {
     /// A new session that will introduce itself as `name`/`version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self::with_ids(name, version, Arc::default())
+        Self::with_ids(name, version, RequestIds::new())
     }
 
     /// A session that takes request ids from `ids`, a counter it shares with
     /// requests sent beside it (calls that do not pass through the session).
     /// Every id is the counter's next value, so they stay unique per connection.
-    pub fn with_ids(
-        name: impl Into<String>,
-        version: impl Into<String>,
-        ids: Arc<AtomicI64>,
-    ) -> Self {
+    pub fn with_ids(name: impl Into<String>, version: impl Into<String>, ids: RequestIds) -> Self {
         ClientSession {
             ids,
             pending: HashMap::new(),
@@ -224,7 +219,7 @@ impl<T> ClientSession<T> {
     }
 
     fn alloc_id(&mut self) -> RequestId {
-        RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed) + 1)
+        RequestId::Number(self.ids.next())
     }
 
     /// Starts the handshake: returns the `initialize` request to send.

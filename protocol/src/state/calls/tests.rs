@@ -26,6 +26,22 @@ fn an_answer_ends_its_call_once_and_a_second_is_unknown() {
 }
 
 #[test]
+fn ids_come_from_the_connections_one_counter_and_a_refused_call_takes_none() {
+    let ids = RequestIds::new();
+    let mut t: Table = CallTable::with_ids(2, ids.clone());
+    assert_eq!(t.start_next(100, "closed"), Err(StartRefused::Closed));
+    t.open();
+    assert_eq!(t.start_next(100, "a"), Ok(1));
+    // The session takes the next one for its own request: the table skips it.
+    assert_eq!(ids.next(), 2);
+    assert_eq!(t.start_next(100, "b"), Ok(3));
+    assert_eq!(t.start_next(100, "c"), Err(StartRefused::Overloaded(2)));
+    assert_eq!(t.ids().next(), 4, "neither refusal took an id");
+    assert_eq!(t.answer(3), Answered::Call("b"));
+    assert_eq!(t.start_next(100, "d"), Ok(5));
+}
+
+#[test]
 fn calls_start_only_while_open_and_within_the_limit() {
     let mut t: Table = CallTable::new(2);
     assert_eq!(t.start(1, 10, "a"), Err(StartRefused::Closed));
