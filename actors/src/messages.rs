@@ -27,10 +27,9 @@ pub(crate) enum ServerMsg {
     },
     /// Something arrived on the transport; the permit bounds the backlog.
     Inbound(TransportEvent, OwnedSemaphorePermit),
-    /// Startup (initialize + first tools/list) took too long.
-    StartupTimeout,
-    /// A re-list after `tools/list_changed` took too long.
-    ListTimedOut { generation: u64 },
+    /// A setup deadline may have passed: the startup (initialize and the
+    /// first tools/list) or a re-listing after `tools/list_changed`.
+    SetupDue,
     /// The registry was restarted: report the tools to it again.
     ReportAgain,
     /// The host's roots changed.

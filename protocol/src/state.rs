@@ -5,4 +5,5 @@
 pub mod calls;
 pub mod listing;
 pub mod session;
+pub mod setup_deadlines;
 pub mod task_call;

@@ -8,6 +8,7 @@ use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_protocol::state::listing::ListingBounds;
 use mcpvisor_protocol::state::session::{HandshakeState, SessionEvent};
+use mcpvisor_protocol::state::setup_deadlines::{Overdue, SetupDeadlines};
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
@@ -15,6 +16,7 @@ use ractor::ActorRef;
 use ractor::MessagingErr;
 use serde_json::Value;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 mod host_asks;
 mod listing;
@@ -52,7 +54,6 @@ struct Listing {
     tools: Vec<Tool>,
     rejected: Vec<String>,
     bounds: ListingBounds,
-    timer: Option<Timer>,
 }
 
 /// One connection: the session, its lane of calls, the tool listing under way.
@@ -70,7 +71,9 @@ pub(crate) struct Connection {
     listing: Option<Listing>,
     relist: bool,
     list_generation: u64,
-    startup_timer: Option<Timer>,
+    /// The startup and re-listing deadlines, and the one timer set for the earliest.
+    deadlines: SetupDeadlines<Instant>,
+    deadline_timer: Option<Timer>,
     malformed: MalformedCount,
     /// Why this connection ended, for the supervisor.
     failure: FailureCell,
@@ -125,7 +128,8 @@ impl Connection {
             listing: None,
             relist: false,
             list_generation: 0,
-            startup_timer: None,
+            deadlines: SetupDeadlines::new(),
+            deadline_timer: None,
             malformed: MalformedCount::default(),
             host_requests: 0,
             offers: Offers::default(),
@@ -152,12 +156,36 @@ impl Connection {
         self.ctx.options.stdio.exit_wait * 2 + Duration::from_millis(500)
     }
 
-    pub(crate) fn is_ready(&self) -> bool {
-        self.ready
+    /// A setup deadline may have passed: the connection ends for what did.
+    pub(crate) fn setup_due(&mut self, myself: &ActorRef<ServerMsg>) {
+        while let Some(overdue) = self.deadlines.expire(Instant::now()) {
+            match overdue {
+                Overdue::Startup { after } if !self.ready => {
+                    return self.fail(myself, ConnectionError::StartupTimeout(after));
+                }
+                Overdue::Relisting { generation, after }
+                    if self
+                        .listing
+                        .as_ref()
+                        .is_some_and(|l| l.generation == generation) =>
+                {
+                    return self.fail(myself, ConnectionError::RequestTimeout(after));
+                }
+                _ => {}
+            }
+        }
+        self.arm_deadlines(myself);
     }
 
-    pub(crate) fn listing_generation(&self) -> Option<u64> {
-        self.listing.as_ref().map(|l| l.generation)
+    /// Sets the one timer for the earliest deadline standing (and drops the old).
+    pub(super) fn arm_deadlines(&mut self, myself: &ActorRef<ServerMsg>) {
+        if let Some(timer) = self.deadline_timer.take() {
+            timer.abort();
+        }
+        if let Some(at) = self.deadlines.next_deadline() {
+            let wait = at.saturating_duration_since(Instant::now());
+            self.deadline_timer = Some(myself.send_after(wait, || ServerMsg::SetupDue));
+        }
     }
 
     pub(crate) fn startup_timeout(&self) -> Duration {
@@ -200,7 +228,7 @@ impl Connection {
         }
     }
 
-    /// Sends `initialize` and arms the startup timer.
+    /// Sends `initialize` and sets the startup deadline.
     /// The server's slot.
     pub(crate) fn id(&self) -> ServerId {
         self.id
@@ -216,8 +244,9 @@ impl Connection {
             Ok(init) => self.send(&init),
             Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
         }
-        self.startup_timer =
-            Some(myself.send_after(self.startup_timeout(), || ServerMsg::StartupTimeout));
+        self.deadlines
+            .starting(Instant::now(), self.startup_timeout());
+        self.arm_deadlines(myself);
     }
 
     pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
@@ -511,10 +540,9 @@ impl Connection {
         // The session's own requests (tools/list) need no answer once it is closed.
         self.session.close();
         self.lane.close(&error);
-        if let Some(timer) = self.startup_timer.take() {
-            timer.abort();
-        }
-        if let Some(timer) = self.listing.take().and_then(|l| l.timer) {
+        self.listing = None;
+        self.deadlines = SetupDeadlines::new();
+        if let Some(timer) = self.deadline_timer.take() {
             timer.abort();
         }
     }

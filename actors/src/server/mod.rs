@@ -192,21 +192,10 @@ impl Actor for ServerActor {
                 }
             }
             ServerMsg::Inbound(event, _permit) => conn.inbound(&myself, event),
-            ServerMsg::StartupTimeout => {
-                if !conn.is_ready() {
-                    let after = conn.startup_timeout();
-                    conn.fail(&myself, ConnectionError::StartupTimeout(after));
-                }
-            }
+            ServerMsg::SetupDue => conn.setup_due(&myself),
             ServerMsg::ReportAgain => conn.report_again(&myself),
             ServerMsg::HostAnswered { id, answer } => conn.host_answered(id, answer),
             ServerMsg::RootsChanged => conn.roots_changed(),
-            ServerMsg::ListTimedOut { generation } => {
-                if conn.listing_generation() == Some(generation) {
-                    let after = conn.request_timeout();
-                    conn.fail(&myself, ConnectionError::RequestTimeout(after));
-                }
-            }
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use mcpvisor_protocol::state::listing::{ListingBounds, json_size};
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use ractor::ActorRef;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::{Connection, Listing, Pending};
 use crate::error::ConnectionError;
@@ -40,18 +41,18 @@ impl Connection {
     pub(super) fn start_listing(&mut self, myself: &ActorRef<ServerMsg>, initial: bool) {
         self.list_generation += 1;
         let generation = self.list_generation;
-        let timer = (!initial).then(|| {
-            myself.send_after(self.request_timeout(), move || ServerMsg::ListTimedOut {
-                generation,
-            })
-        });
+        // The first listing is part of the startup, under its deadline.
+        if !initial {
+            self.deadlines
+                .relisting(generation, Instant::now(), self.request_timeout());
+            self.arm_deadlines(myself);
+        }
         self.listing = Some(Listing {
             generation,
             initial,
             tools: Vec::new(),
             rejected: Vec::new(),
             bounds: ListingBounds::new(self.ctx.options.listing),
-            timer,
         });
         self.request_page(None, generation);
     }
@@ -129,9 +130,7 @@ impl Connection {
         let Some(listing) = self.listing.take() else {
             return;
         };
-        if let Some(timer) = &listing.timer {
-            timer.abort();
-        }
+        self.deadlines.listed(generation);
         if let Some(problem) = problem {
             if listing.initial {
                 self.fail(myself, problem);
@@ -177,9 +176,8 @@ impl Connection {
         self.ctx.to_registry(RegistryMsg::Report(Box::new(report)));
         if listing.initial {
             self.ready = true;
-            if let Some(timer) = self.startup_timer.take() {
-                timer.abort();
-            }
+            self.deadlines.ready();
+            self.arm_deadlines(myself);
             if let Some(sup) = myself.try_get_supervisor() {
                 let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
             }
