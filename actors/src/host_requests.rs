@@ -319,13 +319,7 @@ mod tests {
         elicitation_url: false,
         roots: false,
     };
-    const ALL: ClientCapabilities = ClientCapabilities {
-        sampling: true,
-        sampling_tools: true,
-        elicitation: true,
-        elicitation_url: true,
-        roots: false,
-    };
+    const ALL: ClientCapabilities = ClientCapabilities::EVERY_REQUEST;
 
     fn read(
         method: &str,

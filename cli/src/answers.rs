@@ -54,14 +54,8 @@ pub(crate) fn handler(settings: &Settings) -> Result<SharedClientHandler, Failur
 
 impl ClientHandler for CliAnswers {
     fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            sampling: true,
-            // The command gets the request as it is, tools included.
-            sampling_tools: true,
-            elicitation: true,
-            elicitation_url: true,
-            roots: false,
-        }
+        // The sampling command gets the request as it is, tools included.
+        ClientCapabilities::EVERY_REQUEST
     }
 
     fn elicit(&self, request: FormRequest) -> HostAnswer<ElicitAnswer> {

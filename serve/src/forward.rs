@@ -175,13 +175,8 @@ fn unreadable(what: &str, why: impl std::fmt::Display) -> ErrorObject {
 
 impl ClientHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            sampling: true,
-            sampling_tools: true,
-            elicitation: true,
-            elicitation_url: true,
-            roots: false,
-        }
+        // What each downstream client declared is checked per request.
+        ClientCapabilities::EVERY_REQUEST
     }
 
     fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {

@@ -45,6 +45,17 @@ pub struct ClientCapabilities {
 }
 
 impl ClientCapabilities {
+    /// Every kind of request a handler can answer: sampling (tools offered
+    /// too), forms and URL elicitation. Not roots: those are the host's data,
+    /// declared where the host has them.
+    pub const EVERY_REQUEST: ClientCapabilities = ClientCapabilities {
+        sampling: true,
+        sampling_tools: true,
+        elicitation: true,
+        elicitation_url: true,
+        roots: false,
+    };
+
     /// The `capabilities` member of `initialize` at 2025-03-26.
     pub fn to_value(self) -> Value {
         self.to_value_at(Revision::V2025_03_26)
