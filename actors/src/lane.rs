@@ -15,8 +15,8 @@
 //! The server actor opens the lane when the connection is ready and closes it
 //! when the connection ends, failing every call still in it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
@@ -160,16 +160,6 @@ impl CallLane {
             asked_urls: Mutex::default(),
             _live: crate::vitals::Live::lane(),
         }
-    }
-
-    /// Starts the connection's deadline timer: one task, sleeping until the
-    /// earliest deadline of a call in flight, so a hung server is found out
-    /// whether or not anyone is polling its calls.
-    pub(crate) fn start_deadlines(self: &Arc<Self>) {
-        let lane = Arc::downgrade(self);
-        let wake = self.wake.clone();
-        let task = tokio::spawn(watch_deadlines(lane, wake));
-        *self.deadlines.lock() = Some(task.abort_handle());
     }
 
     /// The server this lane belongs to.
@@ -323,16 +313,7 @@ impl CallLane {
             _ => self.unavailable(),
         })?;
         let line = line(id);
-        // Wake the timer only for a deadline sooner than the one it sleeps until:
-        // calls one after another (each due later than the last) cost it nothing;
-        // it wakes once at its old deadline and sleeps on to the new earliest.
-        {
-            let mut armed = self.armed.lock();
-            if armed.is_none_or(|at| deadline < at) {
-                *armed = Some(deadline);
-                self.wake.notify_one();
-            }
-        }
+        self.arm(deadline);
         let out = Outbound {
             line,
             id: Some(RequestId::Number(id)),
@@ -370,28 +351,6 @@ impl CallLane {
             listing: false,
         });
         slot.reply.fail(CallError::Cancelled);
-    }
-
-    /// Ends the calls whose deadline has passed: each caller gets
-    /// [`CallError::Timeout`] now, and the actor ends the connection (the other
-    /// calls then fail with `ConnectionTimedOut`), even if an answer turns up
-    /// before it acts: a request timeout terminates the connection.
-    fn expire_due(&self) {
-        let due = self.calls.lock().expire(Instant::now());
-        for (id, slot) in due {
-            slot.reply.fail(CallError::Timeout {
-                server: self.server.clone(),
-                after: slot.after,
-            });
-            if !self.report.call_timed_out(id, slot.after) {
-                // No actor to end the connection: fail what is left here.
-                self.close(&CallError::ConnectionClosed {
-                    server: self.server.clone(),
-                    reason: Arc::from("the connection's actor is gone"),
-                });
-                return;
-            }
-        }
     }
 
     /// True if call `id` timed out (the first time asked): the connection ends.
@@ -594,36 +553,7 @@ impl Drop for CallLane {
     }
 }
 
-/// The deadline task of one lane: sleeps until the earliest deadline (or until a
-/// sooner one is set), then ends what is due. Holds the lane weakly, so it never
-/// keeps a finished connection alive.
-async fn watch_deadlines(lane: Weak<CallLane>, wake: Arc<Notify>) {
-    loop {
-        let next = match lane.upgrade() {
-            Some(lane) => {
-                let next = lane.calls.lock().next_deadline();
-                // A sooner deadline set meanwhile left a wake-up, which is taken below.
-                *lane.armed.lock() = next;
-                next
-            }
-            None => return,
-        };
-        match next {
-            None => wake.notified().await,
-            Some(at) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    _ = wake.notified() => continue,
-                }
-                match lane.upgrade() {
-                    Some(lane) => lane.expire_due(),
-                    None => return,
-                }
-            }
-        }
-    }
-}
-
+mod deadlines;
 #[cfg(test)]
 pub(crate) mod test_ports;
 #[cfg(test)]
