@@ -46,7 +46,7 @@ mod nodes;
 mod options;
 mod panics;
 mod plan;
-mod proc;
+pub mod proc;
 mod project;
 mod report;
 mod rng;

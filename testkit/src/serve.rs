@@ -46,6 +46,48 @@ pub fn mcpvisor(dir: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd` (from [`mcpvisor`], in its own process group) to its end within
+/// `within`, reading its output as it comes so a full pipe never stalls it.
+/// One that runs longer is killed with its group and fails the test.
+pub fn finish(cmd: &mut Command, within: Duration) -> std::process::Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mcpvisor");
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let _ = pipe.read_to_end(&mut all);
+            all
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped")));
+    let Some(status) = wait_timeout(&mut child, within) else {
+        // Its group when it leads one; the child itself in any case.
+        let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{cmd:?} did not finish within {within:?}");
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// A run's status and both streams, for an assertion's message.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// A running `mcpvisor serve … --http …`; stopped (and killed on a hang) when dropped.
 pub struct HttpServe {
     child: Child,

@@ -5,13 +5,13 @@
 //! recover from, which must fail and say which invariant broke.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use testkit::peers::PeerServer;
 use testkit::peers_dir;
-use testkit::serve::{empty_dir, mcpvisor, wait_timeout};
+use testkit::serve::{empty_dir, finish, mcpvisor};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_mcpvisor");
 
@@ -36,34 +36,7 @@ fn project(tag: &str, servers: Value) -> PathBuf {
 }
 
 fn run(dir: &Path, args: &[&str], within: Duration) -> Output {
-    let mut child = mcpvisor(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Read as it comes, so a full pipe never stalls the child.
-    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut all = Vec::new();
-            let _ = pipe.read_to_end(&mut all);
-            all
-        })
-    };
-    let (out, err) = (read(Box::new(stdout)), read(Box::new(stderr)));
-    let status = match wait_timeout(&mut child, within) {
-        Some(status) => status,
-        None => {
-            let _ = child.kill();
-            panic!("mcpvisor {args:?} did not finish within {within:?}");
-        }
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    finish(mcpvisor(dir).args(args), within)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use mcpvisor::{Host, ServerSpec, StdioSpec};
@@ -16,17 +16,14 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 fn mcpvisor(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(args)
-        .current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
+    let mut cmd = testkit::serve::mcpvisor(dir);
+    cmd.args(args)
         .env("GITHUB_PAT", "ghp_only-for-server-a")
         .env("UNRELATED_SECRET", "nobody-asked-for-this")
         .env("PER_ENTRY_NAME", "for-b")
         .env("GLOBAL_NAME", "for-everyone")
-        .env("MCPVISOR_ENV_PASSTHROUGH", "GLOBAL_NAME")
-        .output()
-        .unwrap()
+        .env("MCPVISOR_ENV_PASSTHROUGH", "GLOBAL_NAME");
+    testkit::serve::finish(&mut cmd, Duration::from_secs(60))
 }
 
 /// A server entry that writes its environment to `<dir>/<name>.env`, then serves.

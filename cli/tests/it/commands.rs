@@ -1,19 +1,18 @@
 //! The `mcpvisor` binary as a user runs it.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use testkit::serve::finish;
+
+/// A hang guard, not a measure.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn mcpvisor(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(args)
-        .current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .env("RUST_LOG", "trace")
-        .output()
-        .expect("run mcpvisor")
+    let mut cmd = testkit::serve::mcpvisor(dir);
+    finish(cmd.args(args).env("RUST_LOG", "trace"), RUN_TIMEOUT)
 }
 
 fn empty_dir(tag: &str) -> std::path::PathBuf {
@@ -174,9 +173,8 @@ fn sigterm_and_sighup_cancel_a_call_and_say_so() {
 
 fn a_stop_signal_cancels_a_call_and_says_so(signal: Signal, code: i32) {
     let dir = empty_dir(&format!("stop-{signal}"));
-    let child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
+    let child = testkit::serve::mcpvisor(&dir)
         .args(["call", "mcp__demo__sleep", r#"{"ms":60000}"#])
-        .current_dir(&dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -203,16 +201,9 @@ fn a_stop_signal_cancels_a_call_and_says_so(signal: Signal, code: i32) {
 
 /// True once `parent` has a child process running the demo server.
 fn has_demo_child(parent: u32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    dir.flatten().any(|entry| {
-        let pid = entry.file_name().to_string_lossy().to_string();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_string));
-        ppid.as_deref() == Some(&parent.to_string()) && cmdline.contains("demo-server")
+    testkit::proc::processes().iter().any(|p| {
+        let cmdline =
+            std::fs::read_to_string(format!("/proc/{}/cmdline", p.pid)).unwrap_or_default();
+        p.ppid == parent && cmdline.contains("demo-server")
     })
 }

@@ -9,14 +9,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 use testkit::peers_dir;
-use testkit::serve::{empty_dir, mcpvisor};
+use testkit::serve::{empty_dir, finish, mcpvisor};
 
 const ELICIT: &str = "mcp__everything__trigger-elicitation-request";
 const SAMPLE: &str = "mcp__everything__trigger-sampling-request";
@@ -39,23 +36,7 @@ fn project(tag: &str) -> PathBuf {
 
 /// Runs `cmd` to its end (killing its process group if it hangs).
 fn run(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let group = Pid::from_raw(child.id() as i32);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(RUN_TIMEOUT) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = killpg(group, Signal::SIGKILL);
-            panic!("{cmd:?} did not finish");
-        }
-    }
+    finish(cmd, RUN_TIMEOUT)
 }
 
 fn text(bytes: &[u8]) -> String {

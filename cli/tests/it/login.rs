@@ -13,28 +13,17 @@ use std::time::Duration;
 use serde_json::json;
 use testkit::auth_server::client::TempHome;
 use testkit::auth_server::{AuthServer, ClientKind};
+use testkit::serve::{finish, text};
 
 fn mcpvisor(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
-    cmd.current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        // No `xdg-open` or `open` to find: the printed URL is the only way in.
-        .env("PATH", dir.join("no-programs"))
-        .stdin(Stdio::null());
+    let mut cmd = testkit::serve::mcpvisor(dir);
+    // No `xdg-open` or `open` to find: the printed URL is the only way in.
+    cmd.env("PATH", dir.join("no-programs"));
     cmd
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    mcpvisor(dir).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    finish(mcpvisor(dir).args(args), Duration::from_secs(60))
 }
 
 /// The files in `<home>/oauth` that hold tokens (not locks).

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::peers_dir;
-use testkit::serve::{empty_dir, mcpvisor};
+use testkit::serve::{empty_dir, finish, mcpvisor};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_mcpvisor");
 
@@ -21,8 +21,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A hang guard, not a measure.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
 fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
+    finish(cmd.stdin(Stdio::null()), RUN_TIMEOUT)
 }
 
 /// A project with a healthy demo server, one whose command does not exist,
@@ -302,15 +305,14 @@ fn ctrl_c_while_servers_start_exits_130_and_leaves_nothing() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     // The server it was starting is gone with it.
-    let server: i32 = std::fs::read_to_string(dir.join("hung-started"))
+    let server: u32 = std::fs::read_to_string(dir.join("hung-started"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
     let gone = (0..100).any(|_| {
-        let state = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
         // Gone, or a zombie its new parent has yet to reap.
-        let over = state.is_empty() || state.split(' ').nth(2) == Some("Z");
+        let over = !testkit::is_alive(server);
         if !over {
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -2,12 +2,12 @@
 //! to a running `serve`, against server-everything and the Python SDK's server.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use testkit::peers_dir;
-use testkit::serve::{HttpServe, empty_dir, mcpvisor, wait_timeout};
+use testkit::serve::{HttpServe, empty_dir, finish, mcpvisor};
 
 /// A directory whose `.mcp.json` runs server-everything and the Python peer, both approved.
 fn project(tag: &str) -> PathBuf {
@@ -28,17 +28,7 @@ fn project(tag: &str) -> PathBuf {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    let mut child = mcpvisor(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if wait_timeout(&mut child, Duration::from_secs(60)).is_none() {
-        let _ = child.kill();
-        panic!("mcpvisor {args:?} did not finish");
-    }
-    child.wait_with_output().unwrap()
+    finish(mcpvisor(dir).args(args), Duration::from_secs(60))
 }
 
 fn text(bytes: &[u8]) -> String {

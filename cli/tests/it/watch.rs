@@ -4,8 +4,8 @@
 //! and takes the server with it. The attached watch: serve/tests/it/attach.rs.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -13,15 +13,10 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 use testkit::is_alive;
+use testkit::serve::mcpvisor;
 
 fn scratch(tag: &str) -> PathBuf {
     testkit::scratch_dir(&format!("watch-{tag}"))
-}
-
-fn mcpvisor(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
-    cmd.current_dir(dir).env("MCPVISOR_HOME", dir.join("home"));
-    cmd
 }
 
 /// The next event of `kind` for `demo` (up to 20 s); the events skipped go to `seen`.

@@ -450,6 +450,5 @@ async fn reset(scene: &mut Scene, peer: Peer) {
 
 /// The state letter of `/proc/<pid>/stat` (`T` when stopped).
 fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(") ")?.1.chars().next()
+    testkit::proc::stat(pid).map(|s| s.state)
 }

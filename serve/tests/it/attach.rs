@@ -17,7 +17,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use testkit::proc::{is_alive, live_group_members, stat};
+use testkit::proc::{is_alive, live_group_members, parent_of, stat};
 use testkit::serve::wait_timeout;
 
 /// From start to the "listening on" line of `mcpvisor serve`.
@@ -54,18 +54,13 @@ fn demo_pid(dir: &Path, flags: &[&str]) -> u32 {
         .unwrap_or_else(|_| panic!("`mcpvisor {}` printed {stdout:?}", args.join(" ")))
 }
 
-/// The parent of `pid`, from /proc.
-fn parent_of(pid: u32) -> Option<u32> {
-    stat(pid).and_then(|s| s.ppid.parse().ok())
-}
-
 /// Live processes whose working directory is `dir` (every command and server
 /// these tests start runs there), with their command lines.
 fn processes_in(dir: &Path) -> Vec<(u32, String)> {
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     testkit::proc::processes()
         .into_iter()
-        .filter(|s| s.state != "Z")
+        .filter(|s| s.is_live())
         .filter(|s| std::fs::read_link(format!("/proc/{}/cwd", s.pid)).is_ok_and(|c| c == dir))
         .map(|s| {
             let cmdline = std::fs::read(format!("/proc/{}/cmdline", s.pid)).unwrap_or_default();

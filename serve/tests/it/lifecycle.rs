@@ -19,9 +19,9 @@ fn descendants(root: u32) -> Vec<u32> {
     let mut found = vec![root];
     let mut i = 0;
     while i < found.len() {
-        let parent = found[i].to_string();
+        let parent = found[i];
         for p in &all {
-            if p.ppid == parent && p.state != "Z" && !found.contains(&p.pid) {
+            if p.ppid == parent && p.is_live() && !found.contains(&p.pid) {
                 found.push(p.pid);
             }
         }

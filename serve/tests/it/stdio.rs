@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use testkit::proc::parent_of;
 
 struct StdioSession {
     child: Child,
@@ -329,18 +330,6 @@ fn an_initialize_inside_a_batch_is_refused_whole() {
     assert!(child.wait().unwrap().success());
 }
 
-/// The parent of `pid`, from /proc.
-fn parent_of(pid: u64) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command's closing parenthesis: state, then the parent's pid.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 fn pid_of(s: &mut StdioSession, id: i64, tool: &str) -> u64 {
     let r = s.request(id, "tools/call", json!({"name": tool, "arguments": {}}));
     r["result"]["content"][0]["text"]
@@ -372,8 +361,8 @@ fn a_second_serve_keeps_its_own_options_and_takes_over_when_the_first_stops() {
     );
     let served = pid_of(&mut second, 2, "demo__pid");
     assert_eq!(
-        parent_of(served),
-        Some(first.child.id() as u64),
+        parent_of(served as u32),
+        Some(first.child.id()),
         "the first runs it"
     );
 
@@ -403,8 +392,8 @@ fn a_second_serve_keeps_its_own_options_and_takes_over_when_the_first_stops() {
     let now = pid_of(&mut second, 3, "demo__pid");
     assert_ne!(now, served);
     assert_eq!(
-        parent_of(now),
-        Some(second.child.id() as u64),
+        parent_of(now as u32),
+        Some(second.child.id()),
         "the second runs it now"
     );
     assert!(names(&mut second, 4).contains(&"demo__echo".to_string()));

@@ -94,13 +94,11 @@ fn enable_looks_the_command_up_on_the_path_the_child_gets() {
     // With the directory on the host's PATH (which the child inherits), it is found;
     // the entry's own PATH still wins over the host's.
     let host_path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(["enable", "host_path", "own_wins"])
-        .current_dir(&s.dir)
+    let mut cmd = testkit::serve::mcpvisor(&s.dir);
+    cmd.args(["enable", "host_path", "own_wins"])
         .env("MCPVISOR_HOME", s.home())
-        .env("PATH", host_path)
-        .output()
-        .unwrap();
+        .env("PATH", host_path);
+    let out = testkit::serve::finish(&mut cmd, std::time::Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("host_path"), "{err}");

@@ -3,10 +3,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use mcpvisor::config::McpConfig;
 use serde_json::{Value, json};
 use testkit::http_server::{HttpMcpServer, Script};
+
+/// A hang guard, not a measure.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Project {
     dir: PathBuf,
@@ -35,16 +39,15 @@ impl Project {
     }
 
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpvisor"));
+        let mut cmd = testkit::serve::mcpvisor(&self.dir);
         cmd.args(args)
-            .current_dir(&self.dir)
             .env("MCPVISOR_HOME", &self.home)
             .env("RUST_LOG", "trace")
             .env_remove("MCPVISOR_REQUEST_TIMEOUT_MS");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.output().unwrap()
+        testkit::serve::finish(&mut cmd, RUN_TIMEOUT)
     }
 
     fn approvals(&self) -> Option<String> {
@@ -169,12 +172,8 @@ fn approval_survives_edits_and_is_keyed_by_path() {
     let other = p.dir.parent().unwrap().join("other");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::copy(p.dir.join(".mcp.json"), other.join(".mcp.json")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .arg("tools")
-        .current_dir(&other)
-        .env("MCPVISOR_HOME", &p.home)
-        .output()
-        .unwrap();
+    let mut cmd = testkit::serve::mcpvisor(&other);
+    let out = testkit::serve::finish(cmd.arg("tools").env("MCPVISOR_HOME", &p.home), RUN_TIMEOUT);
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("mcp__srv__"),
         "{}",

@@ -3,7 +3,8 @@
 //! without the flag the one found from the working directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -12,12 +13,8 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(args)
-        .current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .output()
-        .unwrap()
+    let mut cmd = testkit::serve::mcpvisor(dir);
+    testkit::serve::finish(cmd.args(args), Duration::from_secs(60))
 }
 
 fn ok_stdout(dir: &Path, args: &[&str]) -> String {

@@ -4,8 +4,8 @@
 //! arguments in `Debug`, and terminal control sequences from a server.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use mcpvisor::config::McpConfig;
 use serde_json::json;
@@ -16,24 +16,10 @@ fn scratch(tag: &str) -> PathBuf {
 
 /// Runs the CLI in `dir`, failing the test if it does not finish in 20 s.
 fn mcpvisor(dir: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-        .args(args)
-        .current_dir(dir)
-        .env("MCPVISOR_HOME", dir.join("home"))
-        .env("CLIENT_SECRET_VALUE", "cs-should-never-print")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("`mcpvisor {}` hung", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    let mut cmd = testkit::serve::mcpvisor(dir);
+    cmd.args(args)
+        .env("CLIENT_SECRET_VALUE", "cs-should-never-print");
+    testkit::serve::finish(&mut cmd, Duration::from_secs(20))
 }
 
 fn text(out: &Output) -> String {

@@ -9,7 +9,8 @@ mod flag;
 mod hardening;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+use std::time::Duration;
 
 /// A fresh directory for one test: the project in `dir`, the home in `dir/home`.
 pub struct Scratch {
@@ -40,15 +41,9 @@ impl Scratch {
 
     /// `mcpvisor args…` in `dir` (not the project root, when a test says so).
     pub fn run_in(&self, dir: &Path, args: &[&str]) -> Out {
-        let output = Command::new(env!("CARGO_BIN_EXE_mcpvisor"))
-            .args(args)
-            .current_dir(dir)
-            .env("MCPVISOR_HOME", self.home())
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        Out(output)
+        let mut cmd = testkit::serve::mcpvisor(dir);
+        cmd.args(args).env("MCPVISOR_HOME", self.home());
+        Out(testkit::serve::finish(&mut cmd, Duration::from_secs(60)))
     }
 
     pub fn run(&self, args: &[&str]) -> Out {
