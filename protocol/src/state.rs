@@ -3,6 +3,7 @@
 //! table, a tool call run as a task, the bounds on a paged listing.
 
 pub mod calls;
+pub mod era;
 pub mod listing;
 pub mod session;
 pub mod setup_deadlines;

@@ -124,6 +124,17 @@ fn protocol_versions_come_from_the_flag_the_environment_or_the_file() {
     assert!(err.to_string().contains("2024-11-05"), "{err}");
     env.insert("MCPVISOR_PROTOCOL_VERSIONS".into(), "".into());
     assert!(Settings::load_with(&Overrides::default(), &env).is_err());
+    // Known, but not reached by a connection yet: refused, never quietly
+    // initialized at another revision.
+    env.insert(
+        "MCPVISOR_PROTOCOL_VERSIONS".into(),
+        "2026-07-28,2025-03-26".into(),
+    );
+    let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
+    assert!(
+        err.to_string().contains("2026-07-28 is not reachable"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&home);
 }
 

@@ -2,8 +2,12 @@
 //! data the session and the transports consult (not version comparisons
 //! scattered through them).
 //!
-//! 2025-03-26 is the default and what a client sends unless asked otherwise;
-//! a host opts in to later revisions with an ordered preference ([`Versions`]).
+//! 2025-03-26 is the default and what a client initializes with unless asked
+//! otherwise; a host opts in to later revisions with an ordered preference
+//! ([`Versions`]). 2026-07-28 has no handshake and no sessions: every request
+//! carries its revision, so it is reached differently (a probe, or a server
+//! that refuses `initialize` as only a modern server does), never offered in
+//! `initialize`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,6 +24,11 @@ pub enum Revision {
     /// 2025-11-25: icons, elicitation defaults and URL mode, sampling with
     /// tools, tasks.
     V2025_11_25,
+    /// 2026-07-28: stateless (no `initialize`, no sessions; each request's
+    /// `_meta` carries the revision, the client's capabilities and info),
+    /// `server/discover`, multi-round-trip requests instead of server→client
+    /// requests, `subscriptions/listen`, tasks as an extension.
+    V2026_07_28,
 }
 
 /// What a revision changes on the wire.
@@ -42,9 +51,12 @@ pub struct Rules {
     pub sampling_tools: bool,
     /// Tools, resources, templates and prompts may carry icons.
     pub icons: bool,
+    /// No `initialize` and no sessions: each request carries the revision,
+    /// capabilities and client info in its `_meta`.
+    pub stateless: bool,
 }
 
-const REVISIONS: [(Revision, &str, Rules); 3] = [
+const REVISIONS: [(Revision, &str, Rules); 4] = [
     (
         Revision::V2025_03_26,
         "2025-03-26",
@@ -57,6 +69,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             tasks: false,
             sampling_tools: false,
             icons: false,
+            stateless: false,
         },
     ),
     (
@@ -71,6 +84,7 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             tasks: false,
             sampling_tools: false,
             icons: false,
+            stateless: false,
         },
     ),
     (
@@ -85,17 +99,47 @@ const REVISIONS: [(Revision, &str, Rules); 3] = [
             tasks: true,
             sampling_tools: true,
             icons: true,
+            stateless: false,
+        },
+    ),
+    (
+        Revision::V2026_07_28,
+        "2026-07-28",
+        Rules {
+            version_header: true,
+            batches: false,
+            output_schema: true,
+            elicitation: true,
+            url_elicitation: true,
+            // Tasks are an extension here, of another shape.
+            tasks: false,
+            sampling_tools: true,
+            icons: true,
+            stateless: true,
         },
     ),
 ];
 
 impl Revision {
     /// Every revision, oldest first.
-    pub const ALL: [Revision; 3] = [
+    pub const ALL: [Revision; 4] = [
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+        Revision::V2026_07_28,
+    ];
+
+    /// Every revision reached through `initialize`, oldest first.
+    pub const HANDSHAKE: [Revision; 3] = [
         Revision::V2025_03_26,
         Revision::V2025_06_18,
         Revision::V2025_11_25,
     ];
+
+    /// Reached through `initialize` (not stateless).
+    pub fn initializes(self) -> bool {
+        !self.rules().stateless
+    }
 
     /// Its date, as `protocolVersion` names it.
     pub fn as_str(self) -> &'static str {
@@ -127,6 +171,11 @@ pub enum VersionsError {
     /// A version named twice.
     #[error("protocol version {0} is listed twice")]
     Repeated(&'static str),
+    /// A revision this client knows but does not connect at yet.
+    #[error(
+        "protocol version {0} is not reachable by this build yet: its servers are reached without initialize, which the connection does not do yet"
+    )]
+    NotYetReachable(&'static str),
 }
 
 impl FromStr for Revision {
@@ -141,15 +190,26 @@ impl FromStr for Revision {
     }
 }
 
-/// The revisions a client accepts, in order of preference: it offers the
-/// first, and takes a server's answer only if it is one of them.
+/// The revisions a client accepts, in order of preference: `initialize`
+/// offers the first of them that has a handshake, and a server's answer is
+/// taken only if it is one of them. 2026-07-28 first means: try it first
+/// (probe with `server/discover`), then initialize.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versions(Vec<Revision>);
+pub struct Versions {
+    list: Vec<Revision>,
+    /// Whether a server that refuses `initialize` as a modern-only server
+    /// may be reached at 2026-07-28: by default yes; a list the user gives
+    /// says so by naming it.
+    modern: bool,
+}
 
 impl Default for Versions {
-    /// 2025-03-26 alone.
+    /// 2025-03-26 for `initialize`; 2026-07-28 for a server that refuses it.
     fn default() -> Self {
-        Versions(vec![Revision::V2025_03_26])
+        Versions {
+            list: vec![Revision::V2025_03_26],
+            modern: true,
+        }
     }
 }
 
@@ -167,35 +227,70 @@ impl Versions {
         if list.is_empty() {
             return Err(VersionsError::Empty);
         }
-        Ok(Versions(list))
+        let modern = list.iter().any(|r| !r.initializes());
+        Ok(Versions { list, modern })
+    }
+
+    /// A preference for connections to servers: [`Versions::parse`], refusing
+    /// what the connection cannot reach yet (2026-07-28, which needs the
+    /// stateless connection).
+    pub fn parse_for_connections<S: AsRef<str>>(names: &[S]) -> Result<Versions, VersionsError> {
+        let versions = Versions::parse(names)?;
+        match versions.list.iter().find(|r| !r.initializes()) {
+            Some(r) => Err(VersionsError::NotYetReachable(r.as_str())),
+            None => Ok(versions),
+        }
     }
 
     /// `revision` alone (what a renewed session must settle on again).
     pub fn only(revision: Revision) -> Versions {
-        Versions(vec![revision])
+        Versions {
+            list: vec![revision],
+            modern: !revision.initializes(),
+        }
     }
 
-    /// The one to offer.
+    /// The one `initialize` offers: the first with a handshake, or 2025-03-26
+    /// for a list of 2026-07-28 alone (which never initializes:
+    /// [`Versions::handshake`] is `None` then).
     pub fn offered(&self) -> Revision {
-        self.0[0]
+        self.handshake().unwrap_or_default()
     }
 
-    /// The revision `chosen` names, if it is one of these.
+    /// The first revision reached through `initialize`, if the list has one.
+    pub fn handshake(&self) -> Option<Revision> {
+        self.list.iter().copied().find(|r| r.initializes())
+    }
+
+    /// 2026-07-28, where it may be used: named in the list, or by default for
+    /// a server that refuses `initialize` as only a modern server does.
+    pub fn stateless(&self) -> Option<Revision> {
+        self.modern.then_some(Revision::V2026_07_28)
+    }
+
+    /// 2026-07-28 comes first: try it before `initialize` (a `server/discover`
+    /// probe), not only after a refusal.
+    pub fn stateless_first(&self) -> bool {
+        self.list.first().is_some_and(|r| !r.initializes())
+    }
+
+    /// The revision an `initialize` answer names, if it is one of these
+    /// (2026-07-28 never is: it has no `initialize`).
     pub fn accepts(&self, chosen: &str) -> Option<Revision> {
         chosen
             .parse::<Revision>()
             .ok()
-            .filter(|r| self.0.contains(r))
+            .filter(|r| r.initializes() && self.list.contains(r))
     }
 
     /// Each, first preferred.
     pub fn iter(&self) -> impl Iterator<Item = Revision> + '_ {
-        self.0.iter().copied()
+        self.list.iter().copied()
     }
 
     /// The names, comma-separated (for messages and `mcpvisor settings`).
     pub fn names(&self) -> String {
-        let names: Vec<&str> = self.0.iter().map(|r| r.as_str()).collect();
+        let names: Vec<&str> = self.list.iter().map(|r| r.as_str()).collect();
         names.join(",")
     }
 }
@@ -235,5 +330,46 @@ mod tests {
         }
         assert!(Revision::V2025_06_18.rules().version_header);
         assert!(!Revision::V2025_11_25.rules().batches);
+    }
+
+    #[test]
+    fn revision_2026_07_28_is_never_offered_in_initialize_and_is_reached_unless_left_out() {
+        let stateless = Revision::V2026_07_28;
+        assert!(stateless.rules().stateless && !stateless.initializes());
+        assert!(!Revision::HANDSHAKE.contains(&stateless));
+
+        // By default: initialize at 2025-03-26; 2026-07-28 for a server that refuses it.
+        let v = Versions::default();
+        assert_eq!(v.handshake(), Some(Revision::V2025_03_26));
+        assert_eq!(v.stateless(), Some(stateless));
+        assert!(!v.stateless_first());
+        assert_eq!(
+            v.accepts("2026-07-28"),
+            None,
+            "no initialize answers with it"
+        );
+
+        // A list without it leaves it out; one that starts with it probes first.
+        let without = Versions::parse(&["2025-11-25"]).unwrap();
+        assert_eq!(without.stateless(), None);
+        let first = Versions::parse(&["2026-07-28", "2025-03-26"]).unwrap();
+        assert!(first.stateless_first());
+        assert_eq!(first.stateless(), Some(stateless));
+        assert_eq!(first.handshake(), Some(Revision::V2025_03_26));
+        assert_eq!(first.offered(), Revision::V2025_03_26);
+        assert_eq!(first.names(), "2026-07-28,2025-03-26");
+
+        // Known, but no connection reaches it yet: a setting naming it is refused.
+        assert_eq!(
+            Versions::parse_for_connections(&["2025-03-26", "2026-07-28"]),
+            Err(VersionsError::NotYetReachable("2026-07-28"))
+        );
+        assert!(Versions::parse_for_connections(&["2025-11-25"]).is_ok());
+
+        // 2026-07-28 alone never initializes.
+        let only = Versions::parse(&["2026-07-28"]).unwrap();
+        assert_eq!(only.handshake(), None);
+        assert_eq!(only.accepts("2025-03-26"), None);
+        assert_eq!(Versions::only(stateless), only);
     }
 }
