@@ -15,12 +15,13 @@
 //! The server actor opens the lane when the connection is ready and closes it
 //! when the connection ends, failing every call still in it.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
+use mcpvisor_protocol::mcp::request_meta::RequestMeta;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
@@ -126,6 +127,9 @@ pub(crate) struct CallLane {
     /// URL elicitations the host was asked about or told of (a `-32042`), for
     /// their completion notices.
     asked_urls: Mutex<crate::host_requests::AskedUrls>,
+    /// What each request carries once the server is reached at a stateless
+    /// revision (set once, before the lane opens).
+    meta: OnceLock<RequestMeta>,
     /// Counted in [`Vitals::lanes`](crate::Vitals) while the lane lives.
     _live: crate::vitals::Live,
 }
@@ -158,8 +162,27 @@ impl CallLane {
             write_failed: AtomicBool::new(false),
             watched: Mutex::new(std::collections::HashMap::new()),
             asked_urls: Mutex::default(),
+            meta: OnceLock::new(),
             _live: crate::vitals::Live::lane(),
         }
+    }
+
+    /// The server is reached at a stateless revision: every request of this
+    /// lane carries `meta` (its revision, the client's capabilities and name).
+    pub(crate) fn go_stateless(&self, meta: RequestMeta) {
+        let _ = self.meta.set(meta);
+    }
+
+    /// A request's line: params stamped with the stateless `_meta`, if set.
+    fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Vec<u8> {
+        let params = match self.meta.get() {
+            Some(meta) => Some(meta.stamp(params)),
+            None => params,
+        };
+        let request = Request::new(RequestId::Number(id), method, params);
+        let mut line = Message::Request(request).to_vec();
+        line.push(b'\n');
+        line
     }
 
     /// The server this lane belongs to.
@@ -187,7 +210,23 @@ impl CallLane {
             _live: crate::vitals::Live::call(),
         };
         // The progress token is the request id: unique on this connection.
-        let line = |id| call_tool_line(id, tool, arguments, with_progress.then_some(id));
+        let line = |id| match self.meta.get() {
+            None => call_tool_line(id, tool, arguments, with_progress.then_some(id)),
+            Some(_) => {
+                let mut params = serde_json::json!({"name": tool});
+                if let Some(arguments) = arguments {
+                    params["arguments"] = arguments.clone();
+                }
+                if with_progress {
+                    params["_meta"] = serde_json::json!({"progressToken": id});
+                }
+                self.line_of(
+                    id,
+                    mcpvisor_protocol::mcp::messages::methods::TOOLS_CALL,
+                    Some(params),
+                )
+            }
+        };
         let id = self.begin(None, line, slot)?;
         Ok((id, answer))
     }
@@ -267,12 +306,7 @@ impl CallLane {
             after: timeout,
             _live: crate::vitals::Live::call(),
         };
-        let line = |id| {
-            let request = Request::new(RequestId::Number(id), method, params);
-            let mut line = Message::Request(request).to_vec();
-            line.push(b'\n');
-            line
-        };
+        let line = |id| self.line_of(id, method, params);
         let id = self.begin(id, line, slot)?;
         Ok((id, answer))
     }

@@ -70,7 +70,9 @@ pub(crate) struct SettingFlags {
     #[arg(long, global = true)]
     pub(crate) failed_probe_max_ms: Option<u64>,
     /// Protocol revisions to offer servers, first preferred, comma-separated
-    /// (2025-03-26, 2025-06-18, 2025-11-25; default 2025-03-26).
+    /// (2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; default 2025-03-26,
+    /// and 2026-07-28 for a server that refuses `initialize` as only a
+    /// 2026-07-28 server does).
     #[arg(long, global = true, value_name = "LIST")]
     pub(crate) protocol_versions: Option<String>,
 }

@@ -151,7 +151,7 @@ fn protocol_versions(
             }
         },
     };
-    let versions = Versions::parse_for_connections(&names)
+    let versions = Versions::parse(&names)
         .map_err(|e| SettingsError::Invalid(format!("`{PROTOCOL_VERSIONS}` ({source}): {e}")))?;
     Ok((versions, source))
 }

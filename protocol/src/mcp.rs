@@ -6,6 +6,7 @@
 pub mod arguments_check;
 pub mod client_offers;
 pub mod completion;
+pub mod discover;
 pub mod elicit_answer;
 pub mod elicitation;
 pub mod icons;

@@ -114,6 +114,16 @@ fn http(name: &str, server: PeerServer) -> (ServerSpec, Option<PeerServer>) {
     (spec, Some(server))
 }
 
+/// The Python SDK's server over stdio behind a stand-in that refuses
+/// `initialize` as a server of MCP 2026-07-28 only does (`peers/modern_only.py`:
+/// the SDK's own server accepts both eras and has no switch for one).
+pub fn modern_only_python(name: &str) -> ServerSpec {
+    ServerSpec::stdio(
+        name,
+        StdioSpec::new(arg(python()), [arg(peers_dir().join("modern_only.py"))]),
+    )
+}
+
 fn arg(path: PathBuf) -> String {
     path.to_string_lossy().into_owned()
 }

@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
+use mcpvisor_protocol::mcp::revision::Versions;
 use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_protocol::state::listing::ListingBounds;
-use mcpvisor_protocol::state::session::{HandshakeState, SessionEvent};
+use mcpvisor_protocol::state::session::{Handled, HandshakeState, Ignored, SessionEvent};
 use mcpvisor_protocol::state::setup_deadlines::{Overdue, SetupDeadlines};
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
@@ -31,7 +32,7 @@ use crate::events::HostEvent;
 use crate::host_requests;
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
-use crate::options::ServerSpec;
+use crate::options::{ServerSpec, TransportSpec};
 use crate::registry_msg::RegistryMsg;
 use crate::server_lists::{Lists, Offers};
 use crate::status::ServerId;
@@ -108,11 +109,7 @@ impl Connection {
             ctx.options.client_handler.as_ref(),
             ctx.roots.read().is_some(),
         ))
-        .with_versions(
-            spec.protocol_versions
-                .clone()
-                .unwrap_or_else(|| ctx.options.protocol_versions.clone()),
-        );
+        .with_versions(connection_versions(&spec, &ctx));
         Connection {
             id,
             failure,
@@ -134,6 +131,29 @@ impl Connection {
             host_requests: 0,
             offers: Offers::default(),
             lists: Arc::default(),
+        }
+    }
+
+    /// How long a `server/discover` probe waits before the server is taken
+    /// for an older one that ignores methods it does not know.
+    fn probe_timeout(&self) -> Duration {
+        (self.startup_timeout() / 2).min(PROBE_TIMEOUT)
+    }
+
+    /// After a step of reaching the server (the first, or a switch between
+    /// a probe and `initialize`): sends what it says, keeps the probe's
+    /// deadline, and fails the connection when no revision is left.
+    fn after_step(&mut self, myself: &ActorRef<ServerMsg>, handled: Handled<Pending>) {
+        if let Some(reply) = &handled.reply {
+            self.send(reply);
+        }
+        if self.session.is_probing() {
+            self.deadlines.probing(Instant::now(), self.probe_timeout());
+        } else {
+            self.deadlines.probed();
+        }
+        if let SessionEvent::InitializeFailed(f) = handled.event {
+            self.fail(myself, ConnectionError::Initialize(f));
         }
     }
 
@@ -162,6 +182,15 @@ impl Connection {
             match overdue {
                 Overdue::Startup { after } if !self.ready => {
                     return self.fail(myself, ConnectionError::StartupTimeout(after));
+                }
+                Overdue::Probe => {
+                    if let Some(handled) = self.session.probe_unanswered() {
+                        tracing::debug!(server = %self.name, "server/discover unanswered: initializing");
+                        self.after_step(myself, handled);
+                        if self.stopping {
+                            return;
+                        }
+                    }
                 }
                 Overdue::Relisting { generation, after }
                     if self
@@ -240,13 +269,34 @@ impl Connection {
     }
 
     pub(crate) fn begin(&mut self, myself: &ActorRef<ServerMsg>) {
-        match self.session.initialize() {
-            Ok(init) => self.send(&init),
-            Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
-        }
         self.deadlines
             .starting(Instant::now(), self.startup_timeout());
+        if matches!(self.spec.transport, TransportSpec::Http(_))
+            && self.session_versions_empty_over_http()
+        {
+            return self.fail(
+                myself,
+                ConnectionError::Protocol(
+                    "MCP 2026-07-28 is reached over stdio only in this build; this server's \
+                     protocol_versions names no older revision for Streamable HTTP"
+                        .into(),
+                ),
+            );
+        }
+        match self.session.open() {
+            Ok(handled) => self.after_step(myself, handled),
+            Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
+        }
         self.arm_deadlines(myself);
+    }
+
+    fn session_versions_empty_over_http(&self) -> bool {
+        self.spec
+            .protocol_versions
+            .as_ref()
+            .unwrap_or(&self.ctx.options.protocol_versions)
+            .handshake_only()
+            .is_none()
     }
 
     pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
@@ -365,6 +415,18 @@ impl Connection {
             return;
         };
         let handled = self.session.handle(msg);
+        if matches!(handled.event, SessionEvent::Ignored(Ignored::Switched)) {
+            // A probe's answer led to `initialize`, or a refused `initialize`
+            // to a probe: the reply is the next step.
+            self.after_step(myself, handled);
+            return self.arm_deadlines(myself);
+        }
+        if matches!(handled.event, SessionEvent::Ready(_)) {
+            self.deadlines.probed();
+            if let Some(meta) = self.session.request_meta() {
+                self.lane.go_stateless(meta.clone());
+            }
+        }
         if let (SessionEvent::Ready(_), Some(revision)) = (&handled.event, self.session.revision())
         {
             // Ahead of `notifications/initialized`, which is the first message it governs.
@@ -545,5 +607,23 @@ impl Connection {
         if let Some(timer) = self.deadline_timer.take() {
             timer.abort();
         }
+    }
+}
+
+/// The longest a `server/discover` probe waits (less when the startup
+/// timeout is shorter: half of it).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The revisions this connection may use: its entry's, else the host's; over
+/// Streamable HTTP without the stateless one, which that transport does not
+/// carry yet (a list of it alone fails at [`Connection::begin`]).
+fn connection_versions(spec: &ServerSpec, ctx: &HostContext) -> Versions {
+    let versions = spec
+        .protocol_versions
+        .clone()
+        .unwrap_or_else(|| ctx.options.protocol_versions.clone());
+    match spec.transport {
+        TransportSpec::Http(_) => versions.handshake_only().unwrap_or(versions),
+        _ => versions,
     }
 }

@@ -232,7 +232,7 @@ impl ServerEntry {
             None => None,
         };
         let versions = match &self.protocol_versions {
-            Some(names) => match Versions::parse_for_connections(names) {
+            Some(names) => match Versions::parse(names) {
                 Ok(versions) => Some(versions),
                 Err(e) => {
                     problems.push(EntryProblem::InvalidProtocolVersions {

@@ -124,17 +124,14 @@ fn protocol_versions_come_from_the_flag_the_environment_or_the_file() {
     assert!(err.to_string().contains("2024-11-05"), "{err}");
     env.insert("MCPVISOR_PROTOCOL_VERSIONS".into(), "".into());
     assert!(Settings::load_with(&Overrides::default(), &env).is_err());
-    // Known, but not reached by a connection yet: refused, never quietly
-    // initialized at another revision.
+    // The stateless revision is one to name, first or not.
     env.insert(
         "MCPVISOR_PROTOCOL_VERSIONS".into(),
         "2026-07-28,2025-03-26".into(),
     );
-    let err = Settings::load_with(&Overrides::default(), &env).unwrap_err();
-    assert!(
-        err.to_string().contains("2026-07-28 is not reachable"),
-        "{err}"
-    );
+    let s = Settings::load_with(&Overrides::default(), &env).unwrap();
+    assert_eq!(s.protocol_versions().0.names(), "2026-07-28,2025-03-26");
+    assert!(s.protocol_versions().0.stateless_first());
     let _ = std::fs::remove_dir_all(&home);
 }
 

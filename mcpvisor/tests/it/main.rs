@@ -27,6 +27,7 @@ mod reload;
 mod resources_prompts;
 mod resources_prompts_deadlines;
 mod routes;
+mod stateless;
 mod teardown;
 mod unreadable_answers;
 mod url_elicitation;

@@ -171,11 +171,6 @@ pub enum VersionsError {
     /// A version named twice.
     #[error("protocol version {0} is listed twice")]
     Repeated(&'static str),
-    /// A revision this client knows but does not connect at yet.
-    #[error(
-        "protocol version {0} is not reachable by this build yet: its servers are reached without initialize, which the connection does not do yet"
-    )]
-    NotYetReachable(&'static str),
 }
 
 impl FromStr for Revision {
@@ -231,15 +226,19 @@ impl Versions {
         Ok(Versions { list, modern })
     }
 
-    /// A preference for connections to servers: [`Versions::parse`], refusing
-    /// what the connection cannot reach yet (2026-07-28, which needs the
-    /// stateless connection).
-    pub fn parse_for_connections<S: AsRef<str>>(names: &[S]) -> Result<Versions, VersionsError> {
-        let versions = Versions::parse(names)?;
-        match versions.list.iter().find(|r| !r.initializes()) {
-            Some(r) => Err(VersionsError::NotYetReachable(r.as_str())),
-            None => Ok(versions),
-        }
+    /// The same preference with the stateless revision left out (for a
+    /// transport that does not carry it yet); `None` when nothing is left.
+    pub fn handshake_only(&self) -> Option<Versions> {
+        let list: Vec<Revision> = self
+            .list
+            .iter()
+            .copied()
+            .filter(|r| r.initializes())
+            .collect();
+        (!list.is_empty()).then_some(Versions {
+            list,
+            modern: false,
+        })
     }
 
     /// `revision` alone (what a renewed session must settle on again).
@@ -359,12 +358,12 @@ mod tests {
         assert_eq!(first.offered(), Revision::V2025_03_26);
         assert_eq!(first.names(), "2026-07-28,2025-03-26");
 
-        // Known, but no connection reaches it yet: a setting naming it is refused.
+        // Over a transport without it: the rest of the list, if any.
         assert_eq!(
-            Versions::parse_for_connections(&["2025-03-26", "2026-07-28"]),
-            Err(VersionsError::NotYetReachable("2026-07-28"))
+            first.handshake_only().map(|v| v.names()),
+            Some("2025-03-26".to_string())
         );
-        assert!(Versions::parse_for_connections(&["2025-11-25"]).is_ok());
+        assert_eq!(first.handshake_only().unwrap().stateless(), None);
 
         // 2026-07-28 alone never initializes.
         let only = Versions::parse(&["2026-07-28"]).unwrap();

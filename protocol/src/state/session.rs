@@ -4,13 +4,20 @@
 //! allocates request ids, keeps the pending table (each entry carrying a caller
 //! token `T`, such as a reply channel), runs the handshake and turns what the
 //! server sends into [`SessionEvent`]s. Sockets, processes and clocks stay outside.
+//!
+//! "The handshake" is `initialize`, or at a stateless revision (2026-07-28)
+//! a `server/discover` probe, chosen and switched between by [`Era`]; once
+//! stateless, every request carries the revision in its `_meta`.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::mcp::discover::{SERVER_DISCOVER, read_discovered};
+use crate::mcp::request_meta::RequestMeta;
 use crate::mcp::revision::{Revision, Versions};
 use crate::state::calls::RequestIds;
+use crate::state::era::{Era, EraError, Probe, Step};
 
 use crate::mcp::messages::{
     ClientCapabilities, InitializeError, InitializeParams, InitializeResult, LogMessageParams,
@@ -27,6 +34,8 @@ pub enum HandshakeState {
     New,
     /// `initialize` sent, waiting for its answer.
     Initializing(RequestId),
+    /// `server/discover` sent (a stateless revision), waiting for its answer.
+    Discovering(RequestId),
     /// Handshake complete.
     Ready(Box<InitializeResult>),
     /// Closed: no more requests.
@@ -43,6 +52,9 @@ pub enum InitializeFailure {
     /// The server answered `initialize` with an error.
     #[error("server refused initialize: {} (code {})", .0.message, .0.code)]
     Refused(ErrorObject),
+    /// No revision both sides speak, or none the settings allow.
+    #[error(transparent)]
+    NoRevision(#[from] EraError),
 }
 
 /// Misuse of the session by its driver.
@@ -74,6 +86,9 @@ pub enum Ignored {
     MalformedNotification(String),
     /// The server cancelled one of its own requests (this client answers at once, so nothing is in flight).
     ServerCancelled,
+    /// The way the server is reached changed (a probe, or `initialize` after
+    /// one): the message in the reply is the next step.
+    Switched,
 }
 
 /// What an incoming message means to the driver.
@@ -143,6 +158,7 @@ pub struct Handled<T> {
 
 enum Pending<T> {
     Initialize,
+    Discover(Revision),
     Request(T),
 }
 
@@ -155,6 +171,10 @@ pub struct ClientSession<T> {
     params: InitializeParams,
     offered: ClientCapabilities,
     versions: Versions,
+    era: Era,
+    /// Set once the server is reached at a stateless revision: what each
+    /// request then carries.
+    stateless: Option<RequestMeta>,
 }
 
 impl<T> ClientSession<T> {
@@ -174,6 +194,8 @@ impl<T> ClientSession<T> {
             params: InitializeParams::new(name, version),
             offered: ClientCapabilities::default(),
             versions: Versions::default(),
+            era: Era::new(Versions::default()),
+            stateless: None,
         }
     }
 
@@ -182,6 +204,7 @@ impl<T> ClientSession<T> {
     pub fn with_versions(mut self, versions: Versions) -> Self {
         self.params.protocol_version = versions.offered().as_str().to_string();
         self.params.capabilities = self.offered.to_value_at(versions.offered());
+        self.era = Era::new(versions.clone());
         self.versions = versions;
         self
     }
@@ -189,9 +212,18 @@ impl<T> ClientSession<T> {
     /// The revision the handshake settled on, once it has.
     pub fn revision(&self) -> Option<Revision> {
         match &self.state {
+            HandshakeState::Ready(_) if self.stateless.is_some() => {
+                self.stateless.as_ref().map(RequestMeta::revision)
+            }
             HandshakeState::Ready(init) => self.versions.accepts(&init.protocol_version),
             _ => None,
         }
+    }
+
+    /// What each request carries, once the server is reached at a stateless
+    /// revision (for requests built beside the session: the call lane's).
+    pub fn request_meta(&self) -> Option<&RequestMeta> {
+        self.stateless.as_ref()
     }
 
     /// Declares what the host answers: these capabilities go in `initialize`,
@@ -220,6 +252,93 @@ impl<T> ClientSession<T> {
 
     fn alloc_id(&mut self) -> RequestId {
         RequestId::Number(self.ids.next())
+    }
+
+    /// Starts reaching the server: the first message to send (`initialize`,
+    /// or a `server/discover` probe when a stateless revision comes first).
+    /// A step that cannot be taken (no revision the settings allow) is
+    /// [`SessionEvent::InitializeFailed`], as a refused handshake is.
+    pub fn open(&mut self) -> Result<Handled<T>, SessionError> {
+        match self.state {
+            HandshakeState::New => {}
+            HandshakeState::Closed => return Err(SessionError::Closed),
+            _ => return Err(SessionError::AlreadyInitializing),
+        }
+        let step = self.era.first();
+        Ok(self.take(step))
+    }
+
+    /// Does what `step` says: the message it sends, or the failure.
+    fn take(&mut self, step: Step) -> Handled<T> {
+        match step {
+            Step::Initialize(revision) => {
+                self.params.protocol_version = revision.as_str().to_string();
+                self.params.capabilities = self.offered.to_value_at(revision);
+                self.state = HandshakeState::New;
+                match self.initialize() {
+                    Ok(msg) => Handled {
+                        event: SessionEvent::Ignored(Ignored::Switched),
+                        reply: Some(msg),
+                    },
+                    Err(_) => self.fail_open(EraError::NoCommonRevision),
+                }
+            }
+            Step::Discover(revision) => {
+                let id = self.alloc_id();
+                self.pending.insert(id.clone(), Pending::Discover(revision));
+                self.state = HandshakeState::Discovering(id.clone());
+                let meta = self.meta_at(revision);
+                Handled {
+                    event: SessionEvent::Ignored(Ignored::Switched),
+                    reply: Some(Message::Request(Request::new(
+                        id,
+                        SERVER_DISCOVER,
+                        Some(meta.stamp(None)),
+                    ))),
+                }
+            }
+            Step::Stateless(_) | Step::Fail(_) => {
+                // The first step is never "reached"; a failure is told as one.
+                let error = match step {
+                    Step::Fail(e) => e,
+                    _ => EraError::NoCommonRevision,
+                };
+                self.fail_open(error)
+            }
+        }
+    }
+
+    fn fail_open(&mut self, error: EraError) -> Handled<T> {
+        self.state = HandshakeState::Closed;
+        no_reply(SessionEvent::InitializeFailed(
+            InitializeFailure::NoRevision(error),
+        ))
+    }
+
+    fn meta_at(&self, revision: Revision) -> RequestMeta {
+        RequestMeta::new(
+            revision,
+            self.offered,
+            &self.params.client_info.name,
+            &self.params.client_info.version,
+        )
+    }
+
+    /// The `server/discover` probe got no answer in time: an older server
+    /// may ignore a method it does not know, so `initialize` is sent instead
+    /// (what to send is in the reply), or the connection fails.
+    pub fn probe_unanswered(&mut self) -> Option<Handled<T>> {
+        let HandshakeState::Discovering(id) = &self.state else {
+            return None;
+        };
+        self.pending.remove(&id.clone());
+        let step = self.era.on_probe(Probe::Silent);
+        Some(self.take(step))
+    }
+
+    /// Whether a `server/discover` probe awaits its answer.
+    pub fn is_probing(&self) -> bool {
+        matches!(self.state, HandshakeState::Discovering(_))
     }
 
     /// Starts the handshake: returns the `initialize` request to send.
@@ -254,6 +373,10 @@ impl<T> ClientSession<T> {
         }
         let id = self.alloc_id();
         self.pending.insert(id.clone(), Pending::Request(token));
+        let params = match &self.stateless {
+            Some(meta) => Some(meta.stamp(params)),
+            None => params,
+        };
         let msg = Message::Request(Request::new(id.clone(), method, params));
         Ok((id, msg))
     }
@@ -262,7 +385,7 @@ impl<T> ClientSession<T> {
     pub fn forget(&mut self, id: &RequestId) -> Option<T> {
         match self.pending.remove(id)? {
             Pending::Request(t) => Some(t),
-            Pending::Initialize => None,
+            Pending::Initialize | Pending::Discover(_) => None,
         }
     }
 
@@ -273,7 +396,7 @@ impl<T> ClientSession<T> {
             .drain()
             .filter_map(|(_, p)| match p {
                 Pending::Request(t) => Some(t),
-                Pending::Initialize => None,
+                Pending::Initialize | Pending::Discover(_) => None,
             })
             .collect()
     }
@@ -300,6 +423,7 @@ impl<T> ClientSession<T> {
         };
         match pending {
             Pending::Initialize => self.on_initialize_answer(outcome),
+            Pending::Discover(revision) => self.on_discover_answer(revision, outcome),
             Pending::Request(token) => no_reply(match outcome {
                 Ok(result) => SessionEvent::Response { token, result },
                 Err(error) => SessionEvent::ErrorResponse { token, error },
@@ -307,7 +431,48 @@ impl<T> ClientSession<T> {
         }
     }
 
+    fn on_discover_answer(
+        &mut self,
+        revision: Revision,
+        outcome: Result<Value, ErrorObject>,
+    ) -> Handled<T> {
+        let step = match &outcome {
+            Ok(result) => self.era.on_probe(Probe::Answered(result)),
+            Err(error) => self.era.on_probe(Probe::Refused(error)),
+        };
+        let Step::Stateless(reached) = step else {
+            return self.take(step);
+        };
+        // A modern error to the probe (a header, a capability) reaches the
+        // server with nothing known of it yet: its first listing says more.
+        let discovered = match &outcome {
+            Ok(result) => read_discovered(result, reached),
+            Err(_) => read_discovered(&Value::Object(Default::default()), reached),
+        };
+        match discovered {
+            Ok(result) => {
+                debug_assert_eq!(revision, reached);
+                self.stateless = Some(self.meta_at(reached));
+                let result = Box::new(result);
+                self.state = HandshakeState::Ready(result.clone());
+                // No `initialized`: there is no handshake to close.
+                no_reply(SessionEvent::Ready(result))
+            }
+            Err(e) => {
+                self.state = HandshakeState::Closed;
+                no_reply(SessionEvent::InitializeFailed(InitializeFailure::Invalid(
+                    e,
+                )))
+            }
+        }
+    }
+
     fn on_initialize_answer(&mut self, outcome: Result<Value, ErrorObject>) -> Handled<T> {
+        if let Err(error) = &outcome
+            && let Some(step) = self.era.on_initialize_refused(error)
+        {
+            return self.take(step);
+        }
         let validated = match outcome {
             Ok(result) => InitializeResult::validate_for(result, &self.versions)
                 .map_err(InitializeFailure::from),

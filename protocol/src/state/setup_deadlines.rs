@@ -1,6 +1,7 @@
 //! The deadlines a connection keeps outside its calls, without I/O or a
-//! clock: the startup (from `initialize` to the first full tools listing)
-//! and each later re-listing. The driver (the actors' connection) arms a timer
+//! clock: the startup (from `initialize` to the first full tools listing),
+//! a `server/discover` probe's wait for an answer (an older server may never
+//! answer a method it does not know), and each later re-listing. The driver (the actors' connection) arms a timer
 //! for [`SetupDeadlines::next_deadline`] and, when it fires, asks
 //! [`SetupDeadlines::expire`] what, if anything, ran out.
 //!
@@ -18,6 +19,8 @@ pub enum Overdue {
         /// The startup timeout, for the error that reports it.
         after: Duration,
     },
+    /// The `server/discover` probe was not answered in time.
+    Probe,
     /// A re-listing of the tools took longer than the request timeout.
     Relisting {
         /// The listing's generation.
@@ -38,6 +41,7 @@ struct Due<I> {
 #[derive(Debug, Clone)]
 pub struct SetupDeadlines<I> {
     startup: Option<Due<I>>,
+    probe: Option<I>,
     relisting: Option<(u64, Due<I>)>,
 }
 
@@ -45,6 +49,7 @@ impl<I> Default for SetupDeadlines<I> {
     fn default() -> Self {
         Self {
             startup: None,
+            probe: None,
             relisting: None,
         }
     }
@@ -70,6 +75,17 @@ where
     /// The first listing is in: the startup deadline is met.
     pub fn ready(&mut self) {
         self.startup = None;
+        self.probe = None;
+    }
+
+    /// A `server/discover` probe is sent at `now` and waits `after` at most.
+    pub fn probing(&mut self, now: I, after: Duration) {
+        self.probe = Some(now + after);
+    }
+
+    /// The probe was answered (or given up): its deadline goes.
+    pub fn probed(&mut self) {
+        self.probe = None;
     }
 
     /// Re-listing `generation` starts at `now`, due within `after`. It replaces
@@ -94,12 +110,14 @@ where
 
     /// The earliest deadline still standing, for the driver's timer.
     pub fn next_deadline(&self) -> Option<I> {
-        let startup = self.startup.map(|d| d.at);
-        let relisting = self.relisting.map(|(_, d)| d.at);
-        match (startup, relisting) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.startup.map(|d| d.at),
+            self.probe,
+            self.relisting.map(|(_, d)| d.at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// What ran out of time by `now`, the startup first (it ends the
@@ -108,6 +126,10 @@ where
         if let Some(due) = self.startup.filter(|d| d.at <= now) {
             self.startup = None;
             return Some(Overdue::Startup { after: due.after });
+        }
+        if self.probe.is_some_and(|at| at <= now) {
+            self.probe = None;
+            return Some(Overdue::Probe);
         }
         if let Some((generation, due)) = self.relisting.filter(|(_, d)| d.at <= now) {
             self.relisting = None;
@@ -175,6 +197,28 @@ mod tests {
             None,
             "a finished listing is not late"
         );
+    }
+
+    #[test]
+    fn a_probe_waits_its_own_time_inside_the_startup() {
+        let t0 = Instant::now();
+        let mut d = SetupDeadlines::new();
+        d.starting(t0, 10 * S);
+        d.probing(t0, 3 * S);
+        assert_eq!(d.next_deadline(), Some(t0 + 3 * S));
+        assert_eq!(d.expire(t0 + 3 * S), Some(Overdue::Probe));
+        assert_eq!(d.expire(t0 + 3 * S), None, "told once");
+        assert_eq!(
+            d.next_deadline(),
+            Some(t0 + 10 * S),
+            "the startup still stands"
+        );
+
+        let mut d = SetupDeadlines::new();
+        d.starting(t0, 10 * S);
+        d.probing(t0, 3 * S);
+        d.probed();
+        assert_eq!(d.expire(t0 + 5 * S), None, "an answered probe is not late");
     }
 
     #[test]

@@ -118,7 +118,9 @@ impl Connection {
 
     /// The host's roots changed: tell the server (once it is initialized).
     pub(crate) fn roots_changed(&mut self) {
-        if self.session.is_ready() && !self.stopping {
+        // A stateless revision has no such notification: each request that
+        // needs roots asks for them.
+        if self.session.is_ready() && !self.stopping && self.session.request_meta().is_none() {
             let note = Message::Notification(mcpvisor_protocol::wire::jsonrpc::Notification::new(
                 methods::ROOTS_LIST_CHANGED,
                 None,

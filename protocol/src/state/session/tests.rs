@@ -268,3 +268,130 @@ fn close_returns_every_pending_token() {
     assert_eq!(tokens, vec!["1", "2"]);
     assert_eq!(s.request("c", None, "3").unwrap_err(), SessionError::Closed);
 }
+
+/// The request a step sends, with its id, method and params.
+fn request_of(h: &Handled<&'static str>) -> (RequestId, String, Value) {
+    let Some(Message::Request(r)) = &h.reply else {
+        panic!("no request in {h:?}")
+    };
+    (
+        r.id.clone(),
+        r.method.clone(),
+        r.params.clone().unwrap_or(Value::Null),
+    )
+}
+
+fn refuse(id: RequestId, code: i64, data: Value) -> Message {
+    Message::Error(ErrorResponse {
+        id: Some(id),
+        error: ErrorObject {
+            code,
+            message: "no".into(),
+            data: Some(data),
+        },
+    })
+}
+
+#[test]
+fn a_server_that_refuses_initialize_as_a_modern_one_is_reached_stateless() {
+    let mut s: ClientSession<&'static str> = ClientSession::new("mcpvisor", "0.1.0");
+    let first = s.open().unwrap();
+    let (id, method, params) = request_of(&first);
+    assert_eq!(method, methods::INITIALIZE);
+    assert_eq!(params["protocolVersion"], "2025-03-26");
+
+    let probe = s.handle(refuse(id, -32022, json!({"supported": ["2026-07-28"]})));
+    assert!(matches!(
+        probe.event,
+        SessionEvent::Ignored(Ignored::Switched)
+    ));
+    let (id, method, params) = request_of(&probe);
+    assert_eq!(method, "server/discover");
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        "mcpvisor"
+    );
+    assert!(s.is_probing());
+
+    let ready = s.handle(Message::Response(Response {
+        id,
+        result: json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                       "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "py", "version": "2"}}}),
+    }));
+    assert!(matches!(ready.event, SessionEvent::Ready(ref r) if r.server_info.name == "py"));
+    assert!(
+        ready.reply.is_none(),
+        "no initialized notification: {ready:?}"
+    );
+    assert_eq!(s.revision(), Some(Revision::V2026_07_28));
+
+    // Every request now carries the revision; what it had stays.
+    let (_, msg) = s
+        .request("tools/list", Some(json!({"cursor": "c"})), "t")
+        .unwrap();
+    let Message::Request(r) = msg else { panic!() };
+    let params = r.params.unwrap();
+    assert_eq!(params["cursor"], "c");
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+}
+
+#[test]
+fn probing_first_falls_back_to_initialize_on_an_error_or_silence() {
+    let versions = Versions::parse(&["2026-07-28", "2025-06-18"]).unwrap();
+    let mut s: ClientSession<&'static str> =
+        ClientSession::new("t", "1").with_versions(versions.clone());
+    let (id, method, _) = request_of(&s.open().unwrap());
+    assert_eq!(method, "server/discover");
+    let fallback = s.handle(refuse(id, -32601, json!(null)));
+    let (id, method, params) = request_of(&fallback);
+    assert_eq!(method, methods::INITIALIZE);
+    assert_eq!(params["protocolVersion"], "2025-06-18");
+    let ready = s.handle(Message::Response(Response {
+        id,
+        result: json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "old", "version": "1"}}),
+    }));
+    assert!(matches!(ready.event, SessionEvent::Ready(_)));
+    assert!(ready.reply.is_some(), "initialized follows a handshake");
+    assert_eq!(s.revision(), Some(Revision::V2025_06_18));
+    let (_, msg) = s.request("tools/list", None, "t").unwrap();
+    let Message::Request(r) = msg else { panic!() };
+    assert!(r.params.is_none(), "no _meta at a dated revision");
+
+    // No answer at all: initialize, and the probe's late answer is ignored.
+    let mut s: ClientSession<&'static str> = ClientSession::new("t", "1").with_versions(versions);
+    let (probe_id, _, _) = request_of(&s.open().unwrap());
+    let switched = s.probe_unanswered().unwrap();
+    assert_eq!(request_of(&switched).1, methods::INITIALIZE);
+    assert!(s.probe_unanswered().is_none(), "once");
+    let late = s.handle(Message::Response(Response {
+        id: probe_id,
+        result: json!({}),
+    }));
+    assert!(matches!(
+        late.event,
+        SessionEvent::Ignored(Ignored::UnknownResponseId(_))
+    ));
+}
+
+#[test]
+fn a_modern_only_server_the_settings_leave_out_fails_typed() {
+    let mut s: ClientSession<&'static str> =
+        ClientSession::new("t", "1").with_versions(Versions::parse(&["2025-11-25"]).unwrap());
+    let (id, _, _) = request_of(&s.open().unwrap());
+    let failed = s.handle(refuse(id, -32022, json!({"supported": ["2026-07-28"]})));
+    assert!(
+        matches!(
+            failed.event,
+            SessionEvent::InitializeFailed(InitializeFailure::NoRevision(EraError::ModernLeftOut))
+        ),
+        "{failed:?}"
+    );
+}
