@@ -20,8 +20,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
+use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
+use mcpvisor_protocol::mcp::result_type::ResultType;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
@@ -173,6 +175,27 @@ impl CallLane {
         let _ = self.meta.set(meta);
     }
 
+    /// At a stateless revision: a result that is not complete cannot be taken
+    /// yet (input_required rounds and tasks are answered in a later step),
+    /// and says so instead of reading as an empty success.
+    fn incomplete(&self, what: &'static str, result: &Value) -> Option<CallError> {
+        self.meta.get()?;
+        let detail = match ResultType::of(result) {
+            Ok(ResultType::Complete) => return None,
+            Ok(ResultType::InputRequired) => {
+                "resultType input_required (the server asks for input), which this client does not answer yet".to_string()
+            }
+            Ok(ResultType::Task) => {
+                "resultType task (the tasks extension), which this client does not take yet".to_string()
+            }
+            Err(e) => e.to_string(),
+        };
+        Some(CallError::InvalidResult {
+            server: self.server.clone(),
+            source: ResultError { what, detail },
+        })
+    }
+
     /// A request's line: params stamped with the stateless `_meta`, if set.
     fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Vec<u8> {
         let params = match self.meta.get() {
@@ -306,6 +329,14 @@ impl CallLane {
             after: timeout,
             _live: crate::vitals::Live::call(),
         };
+        if self.meta.get().is_some()
+            && let Some(feature) = removed_at_stateless(method)
+        {
+            return Err(CallError::NotOffered {
+                server: self.server.clone(),
+                feature,
+            });
+        }
         let line = |id| self.line_of(id, method, params);
         let id = self.begin(id, line, slot)?;
         Ok((id, answer))
@@ -413,6 +444,16 @@ impl CallLane {
         };
         let server = self.server.clone();
         match (slot.reply, msg) {
+            (Reply::Call(tx), Message::Response(r))
+                if let Some(error) = self.incomplete("tools/call", &r.result) =>
+            {
+                let _ = tx.send(Err(error));
+            }
+            (Reply::Raw(tx), Message::Response(r))
+                if let Some(error) = self.incomplete("request", &r.result) =>
+            {
+                let _ = tx.send(Err(error));
+            }
             (Reply::Call(tx), Message::Response(r)) => {
                 let result = CallToolResult::parse(r.result)
                     .map_err(|source| CallError::InvalidResult {
@@ -584,6 +625,18 @@ impl Drop for CallLane {
         if let Some(task) = self.deadlines.get_mut().take() {
             task.abort();
         }
+    }
+}
+
+/// What MCP 2026-07-28 removed, named as what the server does not offer.
+fn removed_at_stateless(method: &str) -> Option<&'static str> {
+    match method {
+        methods::PING => Some("ping (not in MCP 2026-07-28)"),
+        methods::SET_LOG_LEVEL => Some("logging/setLevel (not in MCP 2026-07-28)"),
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            Some("resource subscriptions (subscriptions/listen at MCP 2026-07-28, not yet used)")
+        }
+        _ => None,
     }
 }
 

@@ -378,6 +378,15 @@ impl Connection {
         id: RequestId,
         error: TransportError,
     ) {
+        if matches!(self.session.state(), HandshakeState::Discovering(probe) if *probe == id) {
+            // The probe cannot be answered (an HTTP status): as if unanswered.
+            let _ = self.session.forget(&id);
+            if let Some(handled) = self.session.probe_unanswered() {
+                self.after_step(myself, handled);
+                self.arm_deadlines(myself);
+            }
+            return;
+        }
         let handshake =
             matches!(self.session.state(), HandshakeState::Initializing(init) if *init == id);
         // Without authorization the server cannot start, and once only a person can

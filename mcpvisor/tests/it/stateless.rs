@@ -108,7 +108,7 @@ async fn a_list_without_it_says_why_a_modern_only_server_is_out_of_reach() {
     );
     let reason = reason().unwrap();
     assert!(
-        reason.contains("2026-07-28") && reason.contains("leaves out"),
+        reason.contains("2026-07-28") && reason.contains("not in protocol_versions"),
         "{reason}"
     );
     assert_ne!(host.servers()[0].state, ServerState::Ready);

@@ -11,8 +11,10 @@
 //!   answer (an answer, or a modern error), whatever the code, and on no answer;
 //! - a server that refuses `initialize` as only a modern server does is
 //!   reached at 2026-07-28 (unless the list leaves it out), once: never a loop;
-//! - a modern error to a probe is never a reason to initialize: the probe is
-//!   sent again at a revision the server names, at most once.
+//! - a modern error to a probe is not a reason to initialize: the probe is
+//!   sent again, at most once (unless the revisions the server names are
+//!   ones with a handshake: then it is initialized at one);
+//! - a server that refused `initialize` is never asked it again.
 
 use serde_json::Value;
 
@@ -52,6 +54,15 @@ pub enum EraError {
     /// The server speaks no revision of the list.
     #[error("the server speaks none of the revisions in protocol_versions")]
     NoCommonRevision,
+    /// `initialize` was refused as a modern server refuses it, and the probe
+    /// that followed was not answered as a modern server answers.
+    #[error(
+        "the server refused initialize as only an MCP 2026-07-28 server does, but did not answer server/discover as one"
+    )]
+    RefusedBoth,
+    /// The probe was refused twice with a 2026-07-28 error.
+    #[error("the server refused server/discover twice with an MCP 2026-07-28 error")]
+    ProbeRefused,
 }
 
 /// What came back for a `server/discover` probe.
@@ -74,6 +85,8 @@ pub struct Era {
     probe_retried: bool,
     /// A probe was sent (a refused `initialize` does not lead to another).
     probed: bool,
+    /// `initialize` was refused as a modern server refuses it.
+    initialize_refused: bool,
 }
 
 impl Era {
@@ -83,6 +96,7 @@ impl Era {
             versions,
             probe_retried: false,
             probed: false,
+            initialize_refused: false,
         }
     }
 
@@ -105,9 +119,23 @@ impl Era {
     }
 
     fn initialize_or(&self, otherwise: EraError) -> Step {
+        if self.initialize_refused {
+            return Step::Fail(EraError::RefusedBoth);
+        }
         self.versions
             .handshake()
             .map_or(Step::Fail(otherwise), Step::Initialize)
+    }
+
+    /// Whether a probe's result is a modern server's answer: an object that,
+    /// if it lists its revisions, lists this one.
+    pub fn answers_as_modern(result: &Value, modern: Revision) -> bool {
+        result.is_object()
+            && match result.get("supportedVersions") {
+                None | Some(Value::Null) => true,
+                Some(Value::Array(list)) => list.iter().any(|v| v == modern.as_str()),
+                Some(_) => false,
+            }
     }
 
     /// What the probe's answer means.
@@ -117,11 +145,9 @@ impl Era {
         };
         match probe {
             Probe::Answered(result) => {
-                // A server that lists its revisions and not this one is older
-                // than it looks, or newer: initialize where it can be.
-                let listed = result.get("supportedVersions").and_then(Value::as_array);
-                let speaks = listed.is_none_or(|l| l.iter().any(|v| v == modern.as_str()));
-                if speaks {
+                // Not an answer a modern server gives (not an object, or a
+                // list of revisions without this one): initialize where it can be.
+                if Era::answers_as_modern(result, modern) {
                     Step::Stateless(modern)
                 } else {
                     self.initialize_or(EraError::NoCommonRevision)
@@ -148,10 +174,13 @@ impl Era {
                     Some(ModernError::UnsupportedVersion { .. }) => {
                         Step::Fail(EraError::NoCommonRevision)
                     }
-                    // Refusing the probe itself for a header or a capability
-                    // is still a modern server: it is reached, and the calls
-                    // meet what it wants.
-                    _ => Step::Stateless(modern),
+                    // A header or a capability: a modern server that wants
+                    // the probe otherwise; once more, then no more.
+                    _ if !self.probe_retried => {
+                        self.probe_retried = true;
+                        Step::Discover(modern)
+                    }
+                    _ => Step::Fail(EraError::ProbeRefused),
                 }
             }
             Probe::Refused(_) | Probe::Silent => self.initialize_or(EraError::NoHandshake),
@@ -165,6 +194,7 @@ impl Era {
         if !refuses_initialize_as_modern(error) || self.probed {
             return None;
         }
+        self.initialize_refused = true;
         Some(match self.versions.stateless() {
             Some(modern) => self.probe(modern),
             None => Step::Fail(EraError::ModernLeftOut),
@@ -204,6 +234,14 @@ mod tests {
         );
         // A second refusal of initialize leads to no second probe.
         assert_eq!(era.on_initialize_refused(&modern_only), None);
+
+        // Refused, then a probe not answered as a modern server: never initialize again.
+        for probe in [Probe::Silent, Probe::Refused(&error(-32601, json!(null)))] {
+            let mut era = Era::new(Versions::default());
+            era.first();
+            era.on_initialize_refused(&modern_only);
+            assert_eq!(era.on_probe(probe), Step::Fail(EraError::RefusedBoth));
+        }
 
         // Any other refusal is a failed handshake, as before.
         let mut era = Era::new(Versions::default());
@@ -272,13 +310,32 @@ mod tests {
             Step::Fail(EraError::NoCommonRevision),
             "bounded"
         );
-        // A modern server refusing the probe for a header is still reached.
+        // A modern server refusing the probe for a header: once more, then no more.
         let mut era = Era::new(Versions::parse(&["2026-07-28"]).unwrap());
         era.first();
+        let header = error(-32020, json!(null));
         assert_eq!(
-            era.on_probe(Probe::Refused(&error(-32020, json!(null)))),
-            Step::Stateless(MODERN)
+            era.on_probe(Probe::Refused(&header)),
+            Step::Discover(MODERN)
         );
+        assert_eq!(
+            era.on_probe(Probe::Refused(&header)),
+            Step::Fail(EraError::ProbeRefused)
+        );
+        // What is not a modern answer is no answer: initialize instead.
+        for answer in [
+            json!(null),
+            json!([]),
+            json!({"supportedVersions": "2026-07-28"}),
+        ] {
+            let mut era = Era::new(Versions::parse(&["2026-07-28", "2025-03-26"]).unwrap());
+            era.first();
+            assert_eq!(
+                era.on_probe(Probe::Answered(&answer)),
+                Step::Initialize(Revision::V2025_03_26),
+                "{answer}"
+            );
+        }
         // A modern server that names only revisions this client cannot speak.
         let mut era = Era::new(Versions::parse(&["2026-07-28", "2025-03-26"]).unwrap());
         era.first();

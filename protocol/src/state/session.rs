@@ -55,6 +55,13 @@ pub enum InitializeFailure {
     /// No revision both sides speak, or none the settings allow.
     #[error(transparent)]
     NoRevision(#[from] EraError),
+    /// The server refused `initialize` as only an MCP 2026-07-28 server does,
+    /// and this connection may not use that revision.
+    #[error(
+        "server refused initialize as only an MCP 2026-07-28 server does: {} (code {}); 2026-07-28 is not in protocol_versions, or not over this transport",
+        .0.message, .0.code
+    )]
+    RefusedAsModern(ErrorObject),
 }
 
 /// Misuse of the session by its driver.
@@ -316,9 +323,12 @@ impl<T> ClientSession<T> {
     }
 
     fn meta_at(&self, revision: Revision) -> RequestMeta {
+        // Nothing is declared until input_required rounds are answered: a
+        // server asks for what a client declares, and this one would not
+        // answer (a server that needs it says so, -32021).
         RequestMeta::new(
             revision,
-            self.offered,
+            ClientCapabilities::default(),
             &self.params.client_info.name,
             &self.params.client_info.version,
         )
@@ -328,10 +338,11 @@ impl<T> ClientSession<T> {
     /// may ignore a method it does not know, so `initialize` is sent instead
     /// (what to send is in the reply), or the connection fails.
     pub fn probe_unanswered(&mut self) -> Option<Handled<T>> {
-        let HandshakeState::Discovering(id) = &self.state else {
+        if !matches!(self.state, HandshakeState::Discovering(_)) {
             return None;
-        };
-        self.pending.remove(&id.clone());
+        }
+        // The probe stays pending: a modern server slow to start may answer
+        // it yet, while `initialize` waits (see `on_discover_answer`).
         let step = self.era.on_probe(Probe::Silent);
         Some(self.take(step))
     }
@@ -423,7 +434,7 @@ impl<T> ClientSession<T> {
         };
         match pending {
             Pending::Initialize => self.on_initialize_answer(outcome),
-            Pending::Discover(revision) => self.on_discover_answer(revision, outcome),
+            Pending::Discover(revision) => self.on_discover_answer(id, revision, outcome),
             Pending::Request(token) => no_reply(match outcome {
                 Ok(result) => SessionEvent::Response { token, result },
                 Err(error) => SessionEvent::ErrorResponse { token, error },
@@ -433,9 +444,23 @@ impl<T> ClientSession<T> {
 
     fn on_discover_answer(
         &mut self,
+        id: RequestId,
         revision: Revision,
         outcome: Result<Value, ErrorObject>,
     ) -> Handled<T> {
+        if let HandshakeState::Initializing(init) = &self.state {
+            // A probe answered after its wait ran out, with `initialize` sent
+            // since: a modern server's answer is taken (and the handshake's
+            // is not waited for); anything else is ignored.
+            return match &outcome {
+                Ok(result) if Era::answers_as_modern(result, revision) => {
+                    let init = init.clone();
+                    self.pending.remove(&init);
+                    self.reached(revision, read_discovered(result, revision))
+                }
+                _ => ignored(Ignored::UnknownResponseId(id)),
+            };
+        }
         let step = match &outcome {
             Ok(result) => self.era.on_probe(Probe::Answered(result)),
             Err(error) => self.era.on_probe(Probe::Refused(error)),
@@ -443,16 +468,22 @@ impl<T> ClientSession<T> {
         let Step::Stateless(reached) = step else {
             return self.take(step);
         };
-        // A modern error to the probe (a header, a capability) reaches the
-        // server with nothing known of it yet: its first listing says more.
         let discovered = match &outcome {
             Ok(result) => read_discovered(result, reached),
             Err(_) => read_discovered(&Value::Object(Default::default()), reached),
         };
+        self.reached(reached, discovered)
+    }
+
+    /// The server is reached at the stateless `revision`, as `discovered` says.
+    fn reached(
+        &mut self,
+        revision: Revision,
+        discovered: Result<InitializeResult, InitializeError>,
+    ) -> Handled<T> {
         match discovered {
             Ok(result) => {
-                debug_assert_eq!(revision, reached);
-                self.stateless = Some(self.meta_at(reached));
+                self.stateless = Some(self.meta_at(revision));
                 let result = Box::new(result);
                 self.state = HandshakeState::Ready(result.clone());
                 // No `initialized`: there is no handshake to close.
@@ -471,6 +502,12 @@ impl<T> ClientSession<T> {
         if let Err(error) = &outcome
             && let Some(step) = self.era.on_initialize_refused(error)
         {
+            if step == Step::Fail(EraError::ModernLeftOut) {
+                self.state = HandshakeState::Closed;
+                return no_reply(SessionEvent::InitializeFailed(
+                    InitializeFailure::RefusedAsModern(error.clone()),
+                ));
+            }
             return self.take(step);
         }
         let validated = match outcome {

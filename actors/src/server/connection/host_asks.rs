@@ -142,6 +142,10 @@ impl Connection {
     /// lane (with the calls' deadline), so however many there are, at most one
     /// is waiting for its answer.
     pub(super) fn renew(&mut self, link: &Arc<ServerLink>) {
+        // MCP 2026-07-28 has neither a log level to set nor subscriptions to renew.
+        if self.session.request_meta().is_some() {
+            return;
+        }
         if self.offers.logging
             && let Some(level) = self.ctx.restart_replay.level(&self.name)
             && let Ok((_, msg)) = self.session.request(
