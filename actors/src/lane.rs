@@ -20,13 +20,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
-use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
-use mcpvisor_protocol::mcp::result_type::ResultType;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
-use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Request, Response};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Response};
 use mcpvisor_protocol::{CallToolResult, Message, QualifiedMcpToolName, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
@@ -169,45 +167,6 @@ impl CallLane {
         }
     }
 
-    /// The server is reached at a stateless revision: every request of this
-    /// lane carries `meta` (its revision, the client's capabilities and name).
-    pub(crate) fn go_stateless(&self, meta: RequestMeta) {
-        let _ = self.meta.set(meta);
-    }
-
-    /// At a stateless revision: a result that is not complete cannot be taken
-    /// yet (input_required rounds and tasks are answered in a later step),
-    /// and says so instead of reading as an empty success.
-    fn incomplete(&self, what: &'static str, result: &Value) -> Option<CallError> {
-        self.meta.get()?;
-        let detail = match ResultType::of(result) {
-            Ok(ResultType::Complete) => return None,
-            Ok(ResultType::InputRequired) => {
-                "resultType input_required (the server asks for input), which this client does not answer yet".to_string()
-            }
-            Ok(ResultType::Task) => {
-                "resultType task (the tasks extension), which this client does not take yet".to_string()
-            }
-            Err(e) => e.to_string(),
-        };
-        Some(CallError::InvalidResult {
-            server: self.server.clone(),
-            source: ResultError { what, detail },
-        })
-    }
-
-    /// A request's line: params stamped with the stateless `_meta`, if set.
-    fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Vec<u8> {
-        let params = match self.meta.get() {
-            Some(meta) => Some(meta.stamp(params)),
-            None => params,
-        };
-        let request = Request::new(RequestId::Number(id), method, params);
-        let mut line = Message::Request(request).to_vec();
-        line.push(b'\n');
-        line
-    }
-
     /// The server this lane belongs to.
     pub(crate) fn server(&self) -> &Arc<str> {
         &self.server
@@ -330,7 +289,7 @@ impl CallLane {
             _live: crate::vitals::Live::call(),
         };
         if self.meta.get().is_some()
-            && let Some(feature) = removed_at_stateless(method)
+            && let Some(feature) = stateless::removed_at_stateless(method)
         {
             return Err(CallError::NotOffered {
                 server: self.server.clone(),
@@ -628,19 +587,8 @@ impl Drop for CallLane {
     }
 }
 
-/// What MCP 2026-07-28 removed, named as what the server does not offer.
-fn removed_at_stateless(method: &str) -> Option<&'static str> {
-    match method {
-        methods::PING => Some("ping (not in MCP 2026-07-28)"),
-        methods::SET_LOG_LEVEL => Some("logging/setLevel (not in MCP 2026-07-28)"),
-        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-            Some("resource subscriptions (subscriptions/listen at MCP 2026-07-28, not yet used)")
-        }
-        _ => None,
-    }
-}
-
 mod deadlines;
+mod stateless;
 #[cfg(test)]
 pub(crate) mod test_ports;
 #[cfg(test)]

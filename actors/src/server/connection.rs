@@ -5,11 +5,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
-use mcpvisor_protocol::mcp::revision::Versions;
 use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_protocol::state::listing::ListingBounds;
-use mcpvisor_protocol::state::session::{Handled, HandshakeState, Ignored, SessionEvent};
-use mcpvisor_protocol::state::setup_deadlines::{Overdue, SetupDeadlines};
+use mcpvisor_protocol::state::session::{HandshakeState, Ignored, SessionEvent};
+use mcpvisor_protocol::state::setup_deadlines::SetupDeadlines;
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use mcpvisor_protocol::{ClientSession, Incoming, Message, RequestId, Tool};
 use mcpvisor_transports::{Outbound, TransportError, TransportEvent};
@@ -21,6 +20,7 @@ use tokio::time::Instant;
 
 mod host_asks;
 mod listing;
+mod setup;
 
 type Timer = JoinHandle<Result<(), MessagingErr<ServerMsg>>>;
 
@@ -32,7 +32,7 @@ use crate::events::HostEvent;
 use crate::host_requests;
 use crate::lane::CallLane;
 use crate::messages::{ServerMsg, SupervisorMsg, TransportMsg};
-use crate::options::{ServerSpec, TransportSpec};
+use crate::options::ServerSpec;
 use crate::registry_msg::RegistryMsg;
 use crate::server_lists::{Lists, Offers};
 use crate::status::ServerId;
@@ -109,7 +109,7 @@ impl Connection {
             ctx.options.client_handler.as_ref(),
             ctx.roots.read().is_some(),
         ))
-        .with_versions(connection_versions(&spec, &ctx));
+        .with_versions(setup::connection_versions(&spec, &ctx));
         Connection {
             id,
             failure,
@@ -134,29 +134,6 @@ impl Connection {
         }
     }
 
-    /// How long a `server/discover` probe waits before the server is taken
-    /// for an older one that ignores methods it does not know.
-    fn probe_timeout(&self) -> Duration {
-        (self.startup_timeout() / 2).min(PROBE_TIMEOUT)
-    }
-
-    /// After a step of reaching the server (the first, or a switch between
-    /// a probe and `initialize`): sends what it says, keeps the probe's
-    /// deadline, and fails the connection when no revision is left.
-    fn after_step(&mut self, myself: &ActorRef<ServerMsg>, handled: Handled<Pending>) {
-        if let Some(reply) = &handled.reply {
-            self.send(reply);
-        }
-        if self.session.is_probing() {
-            self.deadlines.probing(Instant::now(), self.probe_timeout());
-        } else {
-            self.deadlines.probed();
-        }
-        if let SessionEvent::InitializeFailed(f) = handled.event {
-            self.fail(myself, ConnectionError::Initialize(f));
-        }
-    }
-
     /// Fault injection no longer reaches this connection.
     pub(crate) fn detach_faults(&self, actor: ractor::ActorId) {
         self.ctx.faults.server(&self.name).detach(actor);
@@ -174,47 +151,6 @@ impl Connection {
     /// reported the exit: past the reader's own wait for the exit status.
     pub(crate) fn write_failure_grace(&self) -> Duration {
         self.ctx.options.stdio.exit_wait * 2 + Duration::from_millis(500)
-    }
-
-    /// A setup deadline may have passed: the connection ends for what did.
-    pub(crate) fn setup_due(&mut self, myself: &ActorRef<ServerMsg>) {
-        while let Some(overdue) = self.deadlines.expire(Instant::now()) {
-            match overdue {
-                Overdue::Startup { after } if !self.ready => {
-                    return self.fail(myself, ConnectionError::StartupTimeout(after));
-                }
-                Overdue::Probe => {
-                    if let Some(handled) = self.session.probe_unanswered() {
-                        tracing::debug!(server = %self.name, "server/discover unanswered: initializing");
-                        self.after_step(myself, handled);
-                        if self.stopping {
-                            return;
-                        }
-                    }
-                }
-                Overdue::Relisting { generation, after }
-                    if self
-                        .listing
-                        .as_ref()
-                        .is_some_and(|l| l.generation == generation) =>
-                {
-                    return self.fail(myself, ConnectionError::RequestTimeout(after));
-                }
-                _ => {}
-            }
-        }
-        self.arm_deadlines(myself);
-    }
-
-    /// Sets the one timer for the earliest deadline standing (and drops the old).
-    pub(super) fn arm_deadlines(&mut self, myself: &ActorRef<ServerMsg>) {
-        if let Some(timer) = self.deadline_timer.take() {
-            timer.abort();
-        }
-        if let Some(at) = self.deadlines.next_deadline() {
-            let wait = at.saturating_duration_since(Instant::now());
-            self.deadline_timer = Some(myself.send_after(wait, || ServerMsg::SetupDue));
-        }
     }
 
     pub(crate) fn startup_timeout(&self) -> Duration {
@@ -257,7 +193,6 @@ impl Connection {
         }
     }
 
-    /// Sends `initialize` and sets the startup deadline.
     /// The server's slot.
     pub(crate) fn id(&self) -> ServerId {
         self.id
@@ -266,37 +201,6 @@ impl Connection {
     /// The process id (stdio).
     pub(crate) fn pid(&self) -> Option<u32> {
         self.pid
-    }
-
-    pub(crate) fn begin(&mut self, myself: &ActorRef<ServerMsg>) {
-        self.deadlines
-            .starting(Instant::now(), self.startup_timeout());
-        if matches!(self.spec.transport, TransportSpec::Http(_))
-            && self.session_versions_empty_over_http()
-        {
-            return self.fail(
-                myself,
-                ConnectionError::Protocol(
-                    "MCP 2026-07-28 is reached over stdio only in this build; this server's \
-                     protocol_versions names no older revision for Streamable HTTP"
-                        .into(),
-                ),
-            );
-        }
-        match self.session.open() {
-            Ok(handled) => self.after_step(myself, handled),
-            Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
-        }
-        self.arm_deadlines(myself);
-    }
-
-    fn session_versions_empty_over_http(&self) -> bool {
-        self.spec
-            .protocol_versions
-            .as_ref()
-            .unwrap_or(&self.ctx.options.protocol_versions)
-            .handshake_only()
-            .is_none()
     }
 
     pub(crate) fn inbound(&mut self, myself: &ActorRef<ServerMsg>, event: TransportEvent) {
@@ -616,23 +520,5 @@ impl Connection {
         if let Some(timer) = self.deadline_timer.take() {
             timer.abort();
         }
-    }
-}
-
-/// The longest a `server/discover` probe waits (less when the startup
-/// timeout is shorter: half of it).
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The revisions this connection may use: its entry's, else the host's; over
-/// Streamable HTTP without the stateless one, which that transport does not
-/// carry yet (a list of it alone fails at [`Connection::begin`]).
-fn connection_versions(spec: &ServerSpec, ctx: &HostContext) -> Versions {
-    let versions = spec
-        .protocol_versions
-        .clone()
-        .unwrap_or_else(|| ctx.options.protocol_versions.clone());
-    match spec.transport {
-        TransportSpec::Http(_) => versions.handshake_only().unwrap_or(versions),
-        _ => versions,
     }
 }

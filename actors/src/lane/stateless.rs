@@ -1,0 +1,67 @@
+//! The lane at a stateless revision (2026-07-28): every request it writes
+//! carries the connection's `_meta`, a result that is not complete fails
+//! typed until such results are answered, and what the revision removed is
+//! refused before it is sent.
+
+use mcpvisor_protocol::mcp::messages::{ResultError, methods};
+use mcpvisor_protocol::mcp::request_meta::RequestMeta;
+use mcpvisor_protocol::mcp::result_type::ResultType;
+use mcpvisor_protocol::wire::jsonrpc::Request;
+use mcpvisor_protocol::{Message, RequestId};
+use serde_json::Value;
+
+use super::CallLane;
+use crate::error::CallError;
+
+impl CallLane {
+    /// The server is reached at a stateless revision: every request of this
+    /// lane carries `meta` (its revision, the client's capabilities and name).
+    pub(crate) fn go_stateless(&self, meta: RequestMeta) {
+        let _ = self.meta.set(meta);
+    }
+
+    /// At a stateless revision: a result that is not complete cannot be taken
+    /// yet (input_required rounds and tasks are answered in a later step),
+    /// and says so instead of reading as an empty success.
+    pub(super) fn incomplete(&self, what: &'static str, result: &Value) -> Option<CallError> {
+        self.meta.get()?;
+        let detail = match ResultType::of(result) {
+            Ok(ResultType::Complete) => return None,
+            Ok(ResultType::InputRequired) => {
+                "resultType input_required (the server asks for input), which this client does not answer yet".to_string()
+            }
+            Ok(ResultType::Task) => {
+                "resultType task (the tasks extension), which this client does not take yet".to_string()
+            }
+            Err(e) => e.to_string(),
+        };
+        Some(CallError::InvalidResult {
+            server: self.server.clone(),
+            source: ResultError { what, detail },
+        })
+    }
+
+    /// A request's line: params stamped with the stateless `_meta`, if set.
+    pub(super) fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Vec<u8> {
+        let params = match self.meta.get() {
+            Some(meta) => Some(meta.stamp(params)),
+            None => params,
+        };
+        let request = Request::new(RequestId::Number(id), method, params);
+        let mut line = Message::Request(request).to_vec();
+        line.push(b'\n');
+        line
+    }
+}
+
+/// What MCP 2026-07-28 removed, named as what the server does not offer.
+pub(super) fn removed_at_stateless(method: &str) -> Option<&'static str> {
+    match method {
+        methods::PING => Some("ping (not in MCP 2026-07-28)"),
+        methods::SET_LOG_LEVEL => Some("logging/setLevel (not in MCP 2026-07-28)"),
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            Some("resource subscriptions (subscriptions/listen at MCP 2026-07-28, not yet used)")
+        }
+        _ => None,
+    }
+}
