@@ -241,6 +241,15 @@ impl Versions {
         })
     }
 
+    /// The same list, with 2026-07-28 never to be used (for a transport that
+    /// does not carry it): a list of it alone then has nothing to open with.
+    pub fn never_stateless(&self) -> Versions {
+        Versions {
+            list: self.list.clone(),
+            modern: false,
+        }
+    }
+
     /// `revision` alone (what a renewed session must settle on again).
     pub fn only(revision: Revision) -> Versions {
         Versions {
@@ -365,9 +374,12 @@ mod tests {
         );
         assert_eq!(first.handshake_only().unwrap().stateless(), None);
 
-        // 2026-07-28 alone never initializes.
+        // 2026-07-28 alone never initializes, and where it may not be used
+        // either, there is nothing to open with.
         let only = Versions::parse(&["2026-07-28"]).unwrap();
         assert_eq!(only.handshake(), None);
+        assert_eq!(only.never_stateless().stateless(), None);
+        assert_eq!(only.never_stateless().handshake(), None);
         assert_eq!(only.accepts("2025-03-26"), None);
         assert_eq!(Versions::only(stateless), only);
     }

@@ -257,6 +257,9 @@ mod tests {
             era.on_initialize_refused(&error(-32601, json!(null))),
             Some(Step::Fail(EraError::ModernLeftOut))
         );
+        // 2026-07-28 alone where it may not be used: nothing is sent at all.
+        let mut era = Era::new(Versions::parse(&["2026-07-28"]).unwrap().never_stateless());
+        assert_eq!(era.first(), Step::Fail(EraError::NoCommonRevision));
     }
 
     #[test]

@@ -129,7 +129,11 @@ pub(super) fn connection_versions(spec: &ServerSpec, ctx: &HostContext) -> Versi
         .clone()
         .unwrap_or_else(|| ctx.options.protocol_versions.clone());
     match spec.transport {
-        TransportSpec::Http(_) => versions.handshake_only().unwrap_or(versions),
+        // Never the probe over HTTP, even for a list of 2026-07-28 alone
+        // (which `begin` refuses before opening): that list opens with nothing.
+        TransportSpec::Http(_) => versions
+            .handshake_only()
+            .unwrap_or_else(|| versions.never_stateless()),
         _ => versions,
     }
 }
