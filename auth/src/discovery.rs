@@ -126,7 +126,7 @@ pub(crate) async fn discover(
     let (resource, resource_scopes, named) = match &prm {
         Some(prm) => {
             let resource = match &prm.resource {
-                Some(r) => resource_of(&check_resource(server, r)?),
+                Some(r) => published_resource(server, r)?,
                 None => resource_of(server),
             };
             let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
@@ -326,6 +326,23 @@ fn check_resource(server: &Url, resource: &str) -> Result<Url, AuthError> {
     }
 }
 
+/// The resource identifier to send for a `resource` the metadata published:
+/// that string as it was published, once it is checked to name this server.
+/// A URL parser would write `https://mcp.example.com` back with a trailing
+/// `/`, a different identifier to an authorization server that compares
+/// strings. A published value with user info or a fragment (which RFC 8707
+/// rules out) is sent without them.
+fn published_resource(server: &Url, published: &str) -> Result<String, AuthError> {
+    let parsed = check_resource(server, published)?;
+    let clean =
+        parsed.username().is_empty() && parsed.password().is_none() && parsed.fragment().is_none();
+    Ok(if clean {
+        published.to_string()
+    } else {
+        resource_of(&parsed)
+    })
+}
+
 fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
 }
@@ -352,6 +369,22 @@ mod tests {
         assert!(check_resource(&server, "https://mcp.example.com/other").is_err());
         assert!(check_resource(&server, "https://mcp.example.com/mc").is_err());
         assert!(check_resource(&server, "not a url").is_err());
+    }
+
+    #[test]
+    fn a_published_resource_is_sent_as_published() {
+        let server = Url::parse("https://mcp.example.com/mcp").unwrap();
+        let sent = |r: &str| published_resource(&server, r).unwrap();
+        assert_eq!(sent("https://mcp.example.com"), "https://mcp.example.com");
+        assert_eq!(
+            sent("https://mcp.example.com/mcp/"),
+            "https://mcp.example.com/mcp/"
+        );
+        assert_eq!(
+            sent("https://u:p@mcp.example.com/mcp#f"),
+            "https://mcp.example.com/mcp"
+        );
+        assert!(published_resource(&server, "https://other.example.com").is_err());
     }
 
     #[test]
