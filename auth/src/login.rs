@@ -106,6 +106,7 @@ async fn register(
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": requested,
+        "application_type": application_type(redirect),
     });
     let request = http
         .post(endpoint.clone())
@@ -137,6 +138,20 @@ async fn register(
         auth_method,
         token_endpoint: found.token_endpoint.to_string(),
     })
+}
+
+/// The OpenID registration `application_type` (MCP 2026-07-28 asks clients
+/// to send it): `native` for a redirect to this machine's loopback listener,
+/// which is what a host on a person's machine uses; `web` for any other,
+/// so an authorization server holds it to the rules for web redirects.
+pub(crate) fn application_type(redirect: &Url) -> &'static str {
+    let loopback = match redirect.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if loopback { "native" } else { "web" }
 }
 
 /// The scope to ask for: the configured one, else the challenge's, else the
@@ -408,5 +423,20 @@ pub(crate) fn token_error(
         RequestTokenError::Request(HttpFailure(e)) => e,
         RequestTokenError::Parse(_, _) => AuthError::Token("unreadable token response".into()),
         RequestTokenError::Other(m) => AuthError::Token(m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_redirect_registers_a_native_client() {
+        let kind = |u: &str| application_type(&Url::parse(u).unwrap());
+        assert_eq!(kind("http://127.0.0.1:41234/callback"), "native");
+        assert_eq!(kind("http://[::1]:41234/callback"), "native");
+        assert_eq!(kind("http://localhost:41234/callback"), "native");
+        assert_eq!(kind("https://app.example.com/callback"), "web");
+        assert_eq!(kind("http://127.0.0.2.example.com/callback"), "web");
     }
 }
