@@ -326,17 +326,24 @@ fn check_resource(server: &Url, resource: &str) -> Result<Url, AuthError> {
     }
 }
 
-/// The resource identifier to send for a `resource` the metadata published:
-/// that string as it was published, once it is checked to name this server.
-/// A URL parser would write `https://mcp.example.com` back with a trailing
-/// `/`, a different identifier to an authorization server that compares
-/// strings. A published value with user info or a fragment (which RFC 8707
-/// rules out) is sent without them.
+/// The resource identifier to send for a `resource` the metadata published,
+/// once it is checked to name this server: the string as published when it
+/// is the URL parser's own form of it, or that form less the trailing `/` of
+/// a bare origin (a parser writes `https://mcp.example.com` back as
+/// `https://mcp.example.com/`, another identifier to an authorization server
+/// that compares strings). Anything else (a `\`, dot segments, control
+/// characters, user info, a fragment) is sent as the parser read it, which
+/// is what was checked, so no other reading of the string can name another
+/// resource.
 fn published_resource(server: &Url, published: &str) -> Result<String, AuthError> {
     let parsed = check_resource(server, published)?;
+    let bare_origin = parsed.path() == "/"
+        && parsed.query().is_none()
+        && published == parsed.origin().ascii_serialization();
+    let canonical = parsed.as_str() == published;
     let clean =
         parsed.username().is_empty() && parsed.password().is_none() && parsed.fragment().is_none();
-    Ok(if clean {
+    Ok(if clean && (canonical || bare_origin) {
         published.to_string()
     } else {
         resource_of(&parsed)
@@ -385,6 +392,15 @@ mod tests {
             "https://mcp.example.com/mcp"
         );
         assert!(published_resource(&server, "https://other.example.com").is_err());
+        // Read another way, this names evil.com: what is sent is what was checked.
+        assert_eq!(
+            sent("https://mcp.example.com\\@evil.com/../.."),
+            "https://mcp.example.com/"
+        );
+        assert_eq!(
+            sent("https://mcp.example.com/mcp\t"),
+            "https://mcp.example.com/mcp"
+        );
     }
 
     #[test]
