@@ -7,6 +7,7 @@ use mcpvisor_protocol::human;
 
 use mcpvisor_protocol::ErrorObject;
 use mcpvisor_protocol::mcp::messages::ResultError;
+use mcpvisor_protocol::mcp::param_headers::ParamValueError;
 use mcpvisor_protocol::state::listing::ListingError;
 use mcpvisor_protocol::state::session::InitializeFailure;
 use mcpvisor_transports::TransportError;
@@ -113,6 +114,15 @@ pub enum CallError {
     /// No prompt is routed under this name.
     #[error("no prompt is routed as `{0}`")]
     UnknownPrompt(String),
+    /// An argument a tool mirrors into an HTTP header (MCP 2026-07-28's
+    /// `x-mcp-header`) cannot be sent as its schema says: nothing was sent.
+    #[error("call to server `{server}` not sent: {source}")]
+    ArgumentHeader {
+        /// Which server.
+        server: Arc<str>,
+        /// Which argument and what it must be.
+        source: ParamValueError,
+    },
     /// The server did not declare this feature in `initialize`.
     #[error("server `{server}` does not offer {feature}")]
     NotOffered {

@@ -185,6 +185,7 @@ impl Host {
             arguments,
             options.progress,
             local.output.clone(),
+            local.mirrored.as_deref(),
             timeout,
         ) {
             Ok((id, answer)) => PendingCall::waiting(

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::call_tool_line;
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
+use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
@@ -173,16 +174,29 @@ impl CallLane {
     }
 
     /// Sends `tools/call` for `tool`, due within `timeout`. Returns the request id
-    /// and the answer to wait on.
+    /// and the answer to wait on. `mirrored`: the arguments the tool's schema
+    /// asks to be mirrored into HTTP headers (MCP 2026-07-28 over HTTP).
     pub(crate) fn start(
         &self,
         tool: &str,
         arguments: Option<&Value>,
         progress: Option<ProgressCallback>,
         output: Option<Arc<ToolOutput>>,
+        mirrored: Option<&ParamHeaders>,
         timeout: Duration,
     ) -> Result<(i64, Answer), CallError> {
         let with_progress = progress.is_some();
+        let params_headers = match (self.meta.get(), mirrored) {
+            (Some(_), Some(mirrored)) => {
+                mirrored
+                    .extract(arguments)
+                    .map_err(|source| CallError::ArgumentHeader {
+                        server: self.server.clone(),
+                        source,
+                    })?
+            }
+            _ => Vec::new(),
+        };
         let (reply, answer) = oneshot::channel();
         let slot = Slot {
             reply: Reply::Call(reply),
@@ -193,7 +207,10 @@ impl CallLane {
         };
         // The progress token is the request id: unique on this connection.
         let line = |id| match self.meta.get() {
-            None => call_tool_line(id, tool, arguments, with_progress.then_some(id)),
+            None => (
+                call_tool_line(id, tool, arguments, with_progress.then_some(id)),
+                None,
+            ),
             Some(_) => {
                 let mut params = serde_json::json!({"name": tool});
                 if let Some(arguments) = arguments {
@@ -202,10 +219,14 @@ impl CallLane {
                 if with_progress {
                     params["_meta"] = serde_json::json!({"progressToken": id});
                 }
-                self.line_of(
+                let (line, route) = self.line_of(
                     id,
                     mcpvisor_protocol::mcp::messages::methods::TOOLS_CALL,
                     Some(params),
+                );
+                (
+                    line,
+                    route.map(|r| Box::new((*r).with_params(params_headers))),
                 )
             }
         };
@@ -317,7 +338,7 @@ impl CallLane {
     fn begin(
         &self,
         id: Option<i64>,
-        line: impl FnOnce(i64) -> Vec<u8>,
+        line: impl FnOnce(i64) -> stateless::Line,
         slot: Slot,
     ) -> Result<i64, CallError> {
         let timeout = slot.after;
@@ -336,13 +357,14 @@ impl CallLane {
             },
             _ => self.unavailable(),
         })?;
-        let line = line(id);
+        let (line, route) = line(id);
         self.arm(deadline);
         let out = Outbound {
             line,
             id: Some(RequestId::Number(id)),
             initialize: false,
             listing: false,
+            route,
         };
         if let Err(e) = self.write(out) {
             self.calls.lock().withdraw(id);
@@ -373,6 +395,7 @@ impl CallLane {
             id: None,
             initialize: false,
             listing: false,
+            route: self.route_of_notice(mcpvisor_protocol::mcp::messages::methods::CANCELLED),
         });
         slot.reply.fail(CallError::Cancelled);
     }

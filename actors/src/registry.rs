@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
+use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
 use mcpvisor_protocol::mcp::tasks::requires_task;
 use mcpvisor_protocol::mcp::tool_schema::SchemaNote;
 use mcpvisor_protocol::{QualifiedMcpToolName, ToolDefinition};
@@ -271,6 +272,25 @@ impl RegistryState {
         for tool in std::mem::take(&mut report.tools) {
             let name = tool.name.clone();
             let task = tasks && requires_task(tool.execution.as_ref());
+            // Read from the schema as the server sent it, before any repair.
+            let mirrored = if report.link.mirrors_params {
+                match ParamHeaders::declared(&tool.input_schema) {
+                    Ok(mirrored) => mirrored.map(Arc::new),
+                    Err(why) => {
+                        tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {why}");
+                        let reason = format!("its inputSchema's x-mcp-header is invalid: {why}");
+                        refused.push(name.clone(), reason.clone());
+                        bus.emit(HostEvent::RouteRejected {
+                            server: report.name.clone(),
+                            tool: name,
+                            reason,
+                        });
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
             match ToolDefinition::from_owned_tool(&report.name, tool) {
                 Ok((def, note)) => {
                     if let Some(SchemaNote::Replaced(why)) = note {
@@ -298,7 +318,7 @@ impl RegistryState {
                         },
                         _ => None,
                     };
-                    definitions.push((def, output, task));
+                    definitions.push((def, output, mirrored, task));
                 }
                 Err(e) => {
                     tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {e}");
@@ -314,7 +334,7 @@ impl RegistryState {
         let listed = definitions.len();
         let mut routes: Vec<(Arc<str>, Arc<Route>)> = definitions
             .into_iter()
-            .map(|(definition, output, task)| {
+            .map(|(definition, output, mirrored, task)| {
                 let key = Arc::from(definition.name.as_str());
                 let route = Arc::new(Route {
                     definition: Arc::new(definition),
@@ -325,6 +345,7 @@ impl RegistryState {
                         lane: report.link.lane.clone(),
                         request_timeout: report.link.request_timeout,
                         output,
+                        mirrored,
                         task,
                         task_cancels: report.link.offers.task_cancels,
                     }),

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::ToolDefinition;
+use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
 use parking_lot::RwLock;
 
 use crate::lane::{CallLane, ToolOutput};
@@ -47,6 +48,8 @@ pub(crate) struct LaneRoute {
     pub(crate) request_timeout: Duration,
     /// Checks results against the tool's `outputSchema`, where the revision asks for it.
     pub(crate) output: Option<Arc<ToolOutput>>,
+    /// The arguments mirrored into HTTP headers (MCP 2026-07-28 over HTTP).
+    pub(crate) mirrored: Option<Arc<ParamHeaders>>,
     /// Calls run as tasks (2025-11-25: the tool requires it and the server offers it).
     pub(crate) task: bool,
     /// The server answers `tasks/cancel`.

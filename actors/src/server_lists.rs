@@ -170,6 +170,9 @@ pub(crate) struct ServerLink {
     pub(crate) limits: ListingLimits,
     /// The revision the handshake settled on.
     pub(crate) revision: Option<mcpvisor_protocol::mcp::revision::Revision>,
+    /// Tools' `x-mcp-header` annotations are checked and mirrored: Streamable
+    /// HTTP at a stateless revision (stdio may ignore them, and does).
+    pub(crate) mirrors_params: bool,
 }
 
 impl std::fmt::Debug for ServerLink {

@@ -112,15 +112,66 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     options.client_handler = Some(SharedClientHandler(Arc::new(AcceptWithDefaults)));
     options.request_timeout = Duration::from_secs(20);
     options.startup_timeout = Duration::from_secs(20);
-    // Every revision, newest first: the suite's servers speak 2025-06-18 or 2025-11-25.
-    options.protocol_versions =
-        Versions::parse(&["2025-11-25", "2025-06-18", "2025-03-26"]).map_err(|e| e.to_string())?;
+    options.protocol_versions = versions()?;
     let host = Host::start(vec![spec], options)
         .await
         .map_err(|e| e.to_string())?;
     let outcome = exercise(&host, scenario).await;
     host.shutdown().await;
     outcome
+}
+
+/// The revisions to use. Every one with a handshake, newest first; at the
+/// suite's 2026-07-28 run (`MCP_CONFORMANCE_PROTOCOL_VERSION`) that revision
+/// leads, so the client probes with `server/discover` before `initialize`.
+fn versions() -> Result<Versions, String> {
+    let asked = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    let mut names = vec!["2025-11-25", "2025-06-18", "2025-03-26"];
+    if asked == "2026-07-28" {
+        names.insert(0, "2026-07-28");
+    }
+    Versions::parse(&names).map_err(|e| e.to_string())
+}
+
+/// The calls a scenario's context asks for (`toolCalls`: name and arguments).
+fn context_calls() -> Vec<(String, Value)> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    context
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| {
+                    let name = c.get("name")?.as_str()?.to_string();
+                    Some((name, c.get("arguments").cloned().unwrap_or(json!({}))))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Arguments that satisfy `schema`'s required properties with placeholders.
+fn placeholder_arguments(schema: &Value) -> Value {
+    let mut arguments = serde_json::Map::new();
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        let kind = schema
+            .pointer(&format!("/properties/{name}/type"))
+            .and_then(Value::as_str);
+        let value = match kind {
+            Some("integer") | Some("number") => json!(1),
+            Some("boolean") => json!(false),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("conformance"),
+        };
+        arguments.insert(name.to_string(), value);
+    }
+    Value::Object(arguments)
 }
 
 /// A person who accepts every form as offered: mcpvisor fills in the form's
@@ -168,6 +219,36 @@ async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!("test_reconnection -> {}", r.text());
+        }
+        // The 2026-07-28 scenarios that name their calls.
+        _ if !context_calls().is_empty() => {
+            for (tool, arguments) in context_calls() {
+                let r = call(&tool, arguments).await.map_err(|e| e.to_string())?;
+                eprintln!("{tool} -> {}", r.text());
+            }
+        }
+        // The 2026-07-28 header scenarios: every tool, resource and prompt
+        // offered is used once (a tool with an invalid x-mcp-header is not
+        // offered, which is what one of them checks).
+        "http-standard-headers" | "http-invalid-tool-headers" => {
+            for tool in host.tools() {
+                let arguments = placeholder_arguments(&tool.input_schema);
+                let r = host
+                    .call(tool.name.as_str(), arguments, CallOptions::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                eprintln!("{} -> {}", tool.name, r.text());
+            }
+            for resource in host.resources().await.entries {
+                host.read_resource(&resource.server, &resource.resource.uri)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            for prompt in host.prompts().await.entries {
+                host.get_prompt(prompt.name.as_str(), &Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
         }
         // The auth scenarios' tool, and the elicitation scenario's (which asks
         // for a form and checks that its defaults came back).

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::{Incoming, MessageError, RequestId};
 
 use crate::error::TransportError;
@@ -69,4 +70,8 @@ pub struct Outbound {
     /// True for a listing the connection makes of itself (`tools/list` and the
     /// like): over HTTP it does not wait for the notification stream to open.
     pub listing: bool,
+    /// At a stateless revision (2026-07-28): the headers Streamable HTTP
+    /// mirrors from the body, computed by whoever built it, so the transport
+    /// never reads a body again. Such a message goes out with no session.
+    pub route: Option<Box<RouteHeaders>>,
 }

@@ -19,7 +19,14 @@ pub const TRANSPORT_OWNED: &[&str] = &[
     "host",
     "mcp-session-id",
     "last-event-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
 ];
+
+/// The prefix of the headers MCP 2026-07-28 mirrors from tool arguments:
+/// the transport sets those too.
+pub const PARAM_PREFIX: &str = "mcp-param-";
 
 /// Headers about one hop or a proxy, not the server: configuring them would let a
 /// configuration smuggle framing (`transfer-encoding`, `te`, `trailer`), change the
@@ -73,7 +80,9 @@ impl HttpHeaders {
         for (name, value) in headers {
             let parsed = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| HeaderError::InvalidName(name.clone()))?;
-            if TRANSPORT_OWNED.contains(&parsed.as_str()) {
+            if TRANSPORT_OWNED.contains(&parsed.as_str())
+                || parsed.as_str().starts_with(PARAM_PREFIX)
+            {
                 return Err(HeaderError::TransportOwned(parsed.as_str().to_string()));
             }
             if HOP_BY_HOP.contains(&parsed.as_str()) {

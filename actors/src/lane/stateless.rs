@@ -6,6 +6,7 @@
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
 use mcpvisor_protocol::mcp::result_type::ResultType;
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::wire::jsonrpc::Request;
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::Value;
@@ -41,18 +42,33 @@ impl CallLane {
         })
     }
 
-    /// A request's line: params stamped with the stateless `_meta`, if set.
-    pub(super) fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Vec<u8> {
-        let params = match self.meta.get() {
-            Some(meta) => Some(meta.stamp(params)),
-            None => params,
+    /// A request's line, and at a stateless revision its params stamped with
+    /// the `_meta` and the headers Streamable HTTP mirrors from them.
+    pub(super) fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Line {
+        let (params, route) = match self.meta.get() {
+            Some(meta) => {
+                let route = RouteHeaders::new(meta.revision(), method, params.as_ref());
+                (Some(meta.stamp(params)), Some(Box::new(route)))
+            }
+            None => (params, None),
         };
         let request = Request::new(RequestId::Number(id), method, params);
         let mut line = Message::Request(request).to_vec();
         line.push(b'\n');
-        line
+        (line, route)
+    }
+
+    /// The headers of a notification of this lane (a cancellation), at a
+    /// stateless revision.
+    pub(super) fn route_of_notice(&self, method: &str) -> Option<Box<RouteHeaders>> {
+        let meta = self.meta.get()?;
+        Some(Box::new(RouteHeaders::new(meta.revision(), method, None)))
     }
 }
+
+/// A request's line (ending with its newline) and, at a stateless
+/// revision, the headers Streamable HTTP mirrors from it.
+pub(super) type Line = (Vec<u8>, Option<Box<RouteHeaders>>);
 
 /// What MCP 2026-07-28 removed, named as what the server does not offer.
 pub(super) fn removed_at_stateless(method: &str) -> Option<&'static str> {

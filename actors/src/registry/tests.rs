@@ -57,6 +57,7 @@ async fn report(id: u64, name: &str, tools: &[&str]) -> ToolsReport {
         lists: Default::default(),
         limits: Default::default(),
         revision: None,
+        mirrors_params: false,
     });
     ToolsReport {
         id: ServerId(id),

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::state::calls::RequestIds;
 use mcpvisor_protocol::state::listing::ListingBounds;
 use mcpvisor_protocol::state::session::{HandshakeState, Ignored, SessionEvent};
@@ -172,20 +173,30 @@ impl Connection {
     }
 
     fn send(&self, msg: &Message) {
-        let (id, initialize, listing) = match msg {
+        let (id, initialize, listing, route) = match msg {
             Message::Request(r) => (
                 Some(r.id.clone()),
                 r.method == methods::INITIALIZE,
                 // tools/list, prompts/list, resources/list, resources/templates/list
                 r.method.ends_with("/list"),
+                // The probe and every request at a stateless revision carry
+                // that revision in their `_meta`, and the headers with it.
+                RouteHeaders::stamped(&r.method, r.params.as_ref()).map(Box::new),
             ),
-            _ => (None, false, false),
+            Message::Notification(n) => (
+                None,
+                false,
+                false,
+                RouteHeaders::stamped(&n.method, n.params.as_ref()).map(Box::new),
+            ),
+            _ => (None, false, false, None),
         };
         let out = Outbound {
             line: msg.to_vec(),
             id,
             initialize,
             listing,
+            route,
         };
         // The lane reports a failed write to this actor, which ends the connection.
         if let Err(e) = self.lane.send(out) {

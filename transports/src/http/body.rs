@@ -10,7 +10,7 @@ use crate::error::TransportError;
 use crate::event::{TransportEvent, TransportSink};
 
 /// Longest body excerpt kept in an error.
-const EXCERPT: usize = 512;
+pub(crate) const EXCERPT: usize = 512;
 
 /// What kind of answer a response carries.
 pub(crate) enum Kind {

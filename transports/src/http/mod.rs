@@ -8,6 +8,9 @@
 //! once and retries. Requests run concurrently; notifications are sent in order.
 //! A best-effort GET stream carries server-initiated messages. Shutdown stops
 //! the stream, abandons requests in flight and DELETEs the session.
+//!
+//! At MCP 2026-07-28 (a message whose [`Outbound::route`] is set) there is
+//! no session, no GET stream and no resumption: see `stateless`.
 
 mod backoff;
 mod body;
@@ -17,6 +20,7 @@ mod options;
 mod post;
 mod requests;
 mod session;
+mod stateless;
 mod stream_open;
 mod streams;
 
@@ -277,9 +281,15 @@ impl<S: TransportSink> HttpTransport<S> {
             // During the handshake in line: `initialized` must be accepted before
             // the first request goes out. Afterwards on their own task, so a server
             // slow to accept a notification never holds up the requests.
-            None => match &self.notices {
-                Some(notices) => notices.send(out.line.into()),
-                None => post::post_notification(&self.shared, out.line.into()).await,
+            None => match (&out.route, &self.notices) {
+                // A cancellation over HTTP at a stateless revision is the
+                // closed answer stream (`abandon`): nothing is posted.
+                (Some(route), _) if !stateless::is_sent(route) => Ok(()),
+                (Some(route), _) => {
+                    post::post_routed_notification(&self.shared, out.line.into(), route).await
+                }
+                (None, Some(notices)) => notices.send(out.line.into()),
+                (None, None) => post::post_notification(&self.shared, out.line.into()).await,
             },
         }
     }
@@ -323,6 +333,15 @@ impl<S: TransportSink> HttpTransport<S> {
     /// on every connect.
     pub async fn start_notifications(&mut self) {
         if self.listener.is_some() || self.down {
+            return;
+        }
+        if self
+            .shared
+            .protocol
+            .get()
+            .is_some_and(|r| r.rules().stateless)
+        {
+            // The revision has no GET stream (`subscriptions/listen` replaces it).
             return;
         }
         if self.notices.is_none() {

@@ -9,11 +9,13 @@ use mcpvisor_protocol::wire::sse::SseParser;
 use mcpvisor_protocol::{Incoming, Message, RequestId};
 use reqwest::StatusCode;
 
-use super::Shared;
 use super::backoff::retry_delay;
 use super::body::{Kind, answers, deliver_json, drain_sse, excerpt, kind, pump_sse, read_bounded};
+use super::{Shared, stateless};
 use crate::error::TransportError;
 use crate::event::{Outbound, TransportEvent, TransportSink};
+use mcpvisor_protocol::mcp::modern_errors::refuses_initialize_as_modern;
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 
 /// Delay before resuming a cut stream when the server gave no `retry:`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -33,7 +35,11 @@ pub(crate) async fn post_request<S: TransportSink>(
         shared.stream_answered().await;
     }
     let body = Bytes::from(out.line);
-    match exchange(&shared, &*sink, &body, out.initialize, &id).await {
+    let sent = match &out.route {
+        Some(route) => exchange_stateless(&shared, &*sink, &body, route, &id).await,
+        None => exchange(&shared, &*sink, &body, out.initialize, &id).await,
+    };
+    match sent {
         Ok(()) | Err(TransportError::Closed) => {}
         Err(error) => {
             tracing::debug!(server = %shared.server, %id, "request failed: {error}");
@@ -49,6 +55,22 @@ pub(crate) async fn post_request<S: TransportSink>(
             }
         }
     }
+}
+
+/// One POST at a stateless revision: the answer, or the refusal's
+/// JSON-RPC error as the answer; never a session, never a resumption.
+async fn exchange_stateless<S: TransportSink>(
+    shared: &Shared,
+    sink: &S,
+    body: &Bytes,
+    route: &RouteHeaders,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    let resp = shared.post_routed(body, route, None).await?;
+    if resp.status() == StatusCode::OK {
+        return read_answer(shared, sink, resp, id, false).await;
+    }
+    stateless::refused(sink, resp, id).await
 }
 
 async fn exchange<S: TransportSink>(
@@ -67,7 +89,10 @@ async fn exchange<S: TransportSink>(
         }
         let status = resp.status();
         if status == StatusCode::OK {
-            return read_answer(shared, sink, resp, id).await;
+            return read_answer(shared, sink, resp, id, true).await;
+        }
+        if initialize && status.is_client_error() {
+            return refused_initialize(sink, resp, id).await;
         }
         if !had_session || initialize || renewed {
             return Err(status_error(resp).await);
@@ -93,6 +118,39 @@ async fn exchange<S: TransportSink>(
     }
 }
 
+/// `initialize` was refused with a 4xx: when its body holds the error a
+/// server of MCP 2026-07-28 alone refuses it with, that error is the
+/// answer (the era logic reaches the server statelessly on it); any other
+/// refusal is the status, as it always was.
+async fn refused_initialize<S: TransportSink>(
+    sink: &S,
+    resp: reqwest::Response,
+    id: &RequestId,
+) -> Result<(), TransportError> {
+    let status = resp.status().as_u16();
+    let body = excerpt_bytes(resp).await;
+    match stateless::error_of(&body) {
+        Some(e) if refuses_initialize_as_modern(&e.error) => {
+            stateless::deliver_error(sink, e, id).await
+        }
+        _ => Err(TransportError::HttpStatus {
+            status,
+            body: String::from_utf8_lossy(&body).trim().to_string(),
+        }),
+    }
+}
+
+/// The start of a refusal's body (enough for a JSON-RPC error).
+async fn excerpt_bytes(resp: reqwest::Response) -> Vec<u8> {
+    read_bounded(resp, REFUSAL_EXCERPT)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default()
+}
+
+/// How much of a refused `initialize`'s body is read.
+const REFUSAL_EXCERPT: usize = 16 * 1024;
+
 async fn status_error(resp: reqwest::Response) -> TransportError {
     let status = resp.status().as_u16();
     TransportError::HttpStatus {
@@ -108,14 +166,22 @@ fn mentions_session(body: &str) -> bool {
     e.error.message.to_ascii_lowercase().contains("session")
 }
 
+/// Reads the answer to `id`; a stream that ends first is resumed only where
+/// the revision has resumption (`resumable`).
 async fn read_answer<S: TransportSink>(
     shared: &Shared,
     sink: &S,
     mut resp: reqwest::Response,
     id: &RequestId,
+    resumable: bool,
 ) -> Result<(), TransportError> {
     let limit = shared.options.message_limit;
     if shared.faults.take_cut() {
+        if !resumable {
+            return Err(TransportError::Http(
+                "the answer stream was cut before the answer (fault injected)".into(),
+            ));
+        }
         return cut(shared, sink, resp, id).await;
     }
     match kind(&resp) {
@@ -134,6 +200,9 @@ async fn read_answer<S: TransportSink>(
                 return Ok(());
             }
             drop(resp);
+            if !resumable {
+                return Err(TransportError::NoResponse);
+            }
             resume(shared, sink, &mut parser, id).await
         }
         Kind::Other(ct) => Err(TransportError::UnexpectedContentType(ct)),
@@ -195,6 +264,21 @@ async fn resume<S: TransportSink>(
 pub(crate) async fn post_notification(shared: &Shared, body: Bytes) -> Result<(), TransportError> {
     let (resp, _) = shared
         .post(&body, Some(shared.options.exchange_timeout))
+        .await?;
+    match resp.status() {
+        StatusCode::ACCEPTED | StatusCode::OK => Ok(()),
+        _ => Err(status_error(resp).await),
+    }
+}
+
+/// Sends a notification at a stateless revision, with its mirrored headers.
+pub(crate) async fn post_routed_notification(
+    shared: &Shared,
+    body: Bytes,
+    route: &RouteHeaders,
+) -> Result<(), TransportError> {
+    let resp = shared
+        .post_routed(&body, route, Some(shared.options.exchange_timeout))
         .await?;
     match resp.status() {
         StatusCode::ACCEPTED | StatusCode::OK => Ok(()),

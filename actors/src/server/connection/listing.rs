@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::{Connection, Listing, Pending};
 use crate::error::ConnectionError;
 use crate::messages::{ServerMsg, SupervisorMsg};
+use crate::options::TransportSpec;
 use crate::registry_msg::{RegistryMsg, ToolsReport};
 use crate::server_lists::ServerLink;
 use crate::status::ServerState;
@@ -160,6 +161,8 @@ impl Connection {
             lists: self.lists.clone(),
             limits: self.ctx.options.listing,
             revision: self.session.revision(),
+            mirrors_params: matches!(self.spec.transport, TransportSpec::Http(_))
+                && self.session.revision().is_some_and(|r| r.rules().stateless),
         });
         if listing.initial {
             self.renew(&link);

@@ -15,7 +15,7 @@ use super::{Connection, Pending};
 use crate::context::HostContext;
 use crate::error::ConnectionError;
 use crate::messages::ServerMsg;
-use crate::options::{ServerSpec, TransportSpec};
+use crate::options::ServerSpec;
 
 impl Connection {
     /// How long a `server/discover` probe waits before the server is taken
@@ -87,32 +87,11 @@ impl Connection {
     pub(crate) fn begin(&mut self, myself: &ActorRef<ServerMsg>) {
         self.deadlines
             .starting(Instant::now(), self.startup_timeout());
-        if matches!(self.spec.transport, TransportSpec::Http(_))
-            && self.session_versions_empty_over_http()
-        {
-            return self.fail(
-                myself,
-                ConnectionError::Protocol(
-                    "MCP 2026-07-28 is reached over stdio only in this build; this server's \
-                     protocol_versions names no older revision for Streamable HTTP"
-                        .into(),
-                ),
-            );
-        }
         match self.session.open() {
             Ok(handled) => self.after_step(myself, handled),
             Err(e) => tracing::error!(server = %self.name, "cannot initialize: {e}"),
         }
         self.arm_deadlines(myself);
-    }
-
-    pub(super) fn session_versions_empty_over_http(&self) -> bool {
-        self.spec
-            .protocol_versions
-            .as_ref()
-            .unwrap_or(&self.ctx.options.protocol_versions)
-            .handshake_only()
-            .is_none()
     }
 }
 
@@ -120,20 +99,9 @@ impl Connection {
 /// timeout is shorter: half of it).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The revisions this connection may use: its entry's, else the host's; over
-/// Streamable HTTP without the stateless one, which that transport does not
-/// carry yet (a list of it alone fails at [`Connection::begin`]).
+/// The revisions this connection may use: its entry's, else the host's.
 pub(super) fn connection_versions(spec: &ServerSpec, ctx: &HostContext) -> Versions {
-    let versions = spec
-        .protocol_versions
+    spec.protocol_versions
         .clone()
-        .unwrap_or_else(|| ctx.options.protocol_versions.clone());
-    match spec.transport {
-        // Never the probe over HTTP, even for a list of 2026-07-28 alone
-        // (which `begin` refuses before opening): that list opens with nothing.
-        TransportSpec::Http(_) => versions
-            .handshake_only()
-            .unwrap_or_else(|| versions.never_stateless()),
-        _ => versions,
-    }
+        .unwrap_or_else(|| ctx.options.protocol_versions.clone())
 }
