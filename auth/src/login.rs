@@ -295,15 +295,34 @@ fn check_response_issuer(found: &Discovered, iss: Option<&str>) -> Result<(), Au
     if found.metadata.is_none() {
         return Ok(());
     }
-    let same = |iss: &str| matches!((Url::parse(iss), Url::parse(&found.issuer)), (Ok(a), Ok(b)) if a == b);
+    // RFC 9207 §2.4: a simple string comparison with the issuer the
+    // metadata names; no URL normalisation (case, default port, trailing
+    // slash, percent-encoding), so a look-alike issuer is a mismatch.
+    let expected = found
+        .metadata
+        .as_ref()
+        .and_then(|m| m.issuer.as_deref())
+        .unwrap_or(&found.issuer);
+    let same = |iss: &str| iss == expected;
     match iss {
         Some(iss) if same(iss) => Ok(()),
         None if !found.iss_in_response() => Ok(()),
-        other => Err(AuthError::IssuerMismatch {
-            context: "authorization response",
-            expected: display_url(&found.issuer),
-            found: other.map(display_url),
-        }),
+        other => {
+            let shown = other.map(display_url);
+            let expected_shown = display_url(expected);
+            Err(AuthError::IssuerMismatch {
+                context: "authorization response",
+                // Issuers that differ only where a URL parser would not see it
+                // (a trailing slash, case, a default port) would read alike.
+                found: match shown {
+                    Some(s) if s == expected_shown => Some(format!(
+                        "{s} (spelled otherwise; RFC 9207 compares as written)"
+                    )),
+                    s => s,
+                },
+                expected: expected_shown,
+            })
+        }
     }
 }
 
@@ -438,5 +457,48 @@ mod tests {
         assert_eq!(kind("http://localhost:41234/callback"), "native");
         assert_eq!(kind("https://app.example.com/callback"), "web");
         assert_eq!(kind("http://127.0.0.2.example.com/callback"), "web");
+    }
+
+    #[test]
+    fn the_response_issuer_is_compared_as_a_plain_string() {
+        let found = |advertised: bool| Discovered {
+            resource: "https://mcp.example.com/mcp".into(),
+            resource_scopes: None,
+            issuer: "https://as.example.com/tenant".into(),
+            authorization_endpoint: Url::parse("https://as.example.com/authorize").unwrap(),
+            token_endpoint: Url::parse("https://as.example.com/token").unwrap(),
+            registration_endpoint: None,
+            metadata: Some(crate::discovery::ServerMetadata {
+                issuer: Some("https://as.example.com/tenant".into()),
+                authorization_endpoint: None,
+                token_endpoint: None,
+                registration_endpoint: None,
+                scopes_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                code_challenge_methods_supported: None,
+                client_id_metadata_document_supported: false,
+                authorization_response_iss_parameter_supported: advertised,
+            }),
+        };
+        assert!(check_response_issuer(&found(true), Some("https://as.example.com/tenant")).is_ok());
+        // What a URL parser would take for the same issuer is another one here.
+        for variant in [
+            "https://as.example.com/tenant/",
+            "HTTPS://AS.example.com/tenant",
+            "https://as.example.com:443/tenant",
+            "https://as.example.com/%74enant",
+            "https://evil.example.com/tenant",
+        ] {
+            assert!(
+                matches!(
+                    check_response_issuer(&found(true), Some(variant)),
+                    Err(AuthError::IssuerMismatch { .. })
+                ),
+                "{variant}"
+            );
+        }
+        // Advertised but missing is refused; not advertised and missing is not.
+        assert!(check_response_issuer(&found(true), None).is_err());
+        assert!(check_response_issuer(&found(false), None).is_ok());
     }
 }

@@ -220,6 +220,22 @@ async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             eprintln!("test_reconnection -> {}", r.text());
         }
+        // The focal tool's inputSchema, as this client holds it, echoed back
+        // for the suite to compare with what the server listed.
+        "json-schema-2020-12-preservation" => {
+            let focal = host
+                .tools()
+                .into_iter()
+                .find(|t| t.name.tool() == "json_schema_2020_12_tool")
+                .ok_or("json_schema_2020_12_tool is not listed")?;
+            let r = call(
+                "json_schema_echo",
+                json!({"schema": focal.input_schema.clone()}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            eprintln!("json_schema_echo -> {}", r.text());
+        }
         // The 2026-07-28 scenarios that name their calls.
         _ if !context_calls().is_empty() => {
             for (tool, arguments) in context_calls() {
