@@ -123,6 +123,17 @@ pub enum CallError {
         /// Which argument and what it must be.
         source: ParamValueError,
     },
+    /// The server asked a question to go on with the request (MCP
+    /// 2026-07-28 `input_required`) that the host did not answer.
+    #[error("server `{server}` asked for input `{key}`, which the host did not give: {}", .error.message)]
+    InputUnanswered {
+        /// Which server.
+        server: Arc<str>,
+        /// The question's key.
+        key: String,
+        /// Why there is no answer.
+        error: ErrorObject,
+    },
     /// The server did not declare this feature in `initialize`.
     #[error("server `{server}` does not offer {feature}")]
     NotOffered {

@@ -36,6 +36,9 @@ use tokio::time::Instant;
 
 use crate::error::CallError;
 use crate::options::ProgressCallback;
+use mcpvisor_protocol::mcp::input_required::ASKING_METHODS;
+use mcpvisor_protocol::mcp::result_type::ResultType;
+pub(crate) use rounds::InputAsker;
 
 /// A tool's compiled `outputSchema`, with the names its errors give.
 #[derive(Debug)]
@@ -105,6 +108,9 @@ struct Slot {
     output: Option<Arc<ToolOutput>>,
     /// The call's timeout, for the error that reports it.
     after: Duration,
+    /// What sending it again takes, where it may be answered with questions
+    /// (a stateless revision).
+    retry: Option<Box<rounds::Retry>>,
     /// Counted in [`Vitals::calls_in_flight`](crate::Vitals) while the slot lives.
     _live: crate::vitals::Live,
 }
@@ -131,6 +137,12 @@ pub(crate) struct CallLane {
     /// What each request carries once the server is reached at a stateless
     /// revision (set once, before the lane opens).
     meta: OnceLock<RequestMeta>,
+    /// Who answers the server's questions (set with `meta`).
+    asker: OnceLock<Arc<rounds::InputAsker>>,
+    /// Requests past their first round, by the id their caller was given.
+    rounds: Mutex<rounds::Rounds>,
+    /// This lane, for the tasks that answer questions and send the next round.
+    me: OnceLock<std::sync::Weak<CallLane>>,
     /// Counted in [`Vitals::lanes`](crate::Vitals) while the lane lives.
     _live: crate::vitals::Live,
 }
@@ -164,8 +176,16 @@ impl CallLane {
             watched: Mutex::new(std::collections::HashMap::new()),
             asked_urls: Mutex::default(),
             meta: OnceLock::new(),
+            asker: OnceLock::new(),
+            rounds: Mutex::default(),
+            me: OnceLock::new(),
             _live: crate::vitals::Live::lane(),
         }
+    }
+
+    /// Lets the lane's own tasks (the rounds of a request) reach it.
+    pub(crate) fn bind(self: &Arc<Self>) {
+        let _ = self.me.set(Arc::downgrade(self));
     }
 
     /// The server this lane belongs to.
@@ -198,37 +218,40 @@ impl CallLane {
             _ => Vec::new(),
         };
         let (reply, answer) = oneshot::channel();
-        let slot = Slot {
+        let mut slot = Slot {
             reply: Reply::Call(reply),
             progress,
             output,
             after: timeout,
+            retry: None,
             _live: crate::vitals::Live::call(),
         };
+        if self.meta.get().is_some() {
+            // Stateless: the request may go several rounds, each built alike.
+            let mut params = serde_json::json!({"name": tool});
+            if let Some(arguments) = arguments {
+                params["arguments"] = arguments.clone();
+            }
+            let id = self.next_id();
+            let retry = rounds::Retry::of(
+                id,
+                mcpvisor_protocol::mcp::messages::methods::TOOLS_CALL,
+                params,
+                with_progress,
+                params_headers,
+                timeout,
+            );
+            let line = retry.as_ref().map(|r| self.round_line(id, r));
+            slot.retry = retry;
+            let id = self.begin(Some(id), |_| line.unwrap_or_default(), slot)?;
+            return Ok((id, answer));
+        }
         // The progress token is the request id: unique on this connection.
-        let line = |id| match self.meta.get() {
-            None => (
+        let line = |id| {
+            (
                 call_tool_line(id, tool, arguments, with_progress.then_some(id)),
                 None,
-            ),
-            Some(_) => {
-                let mut params = serde_json::json!({"name": tool});
-                if let Some(arguments) = arguments {
-                    params["arguments"] = arguments.clone();
-                }
-                if with_progress {
-                    params["_meta"] = serde_json::json!({"progressToken": id});
-                }
-                let (line, route) = self.line_of(
-                    id,
-                    mcpvisor_protocol::mcp::messages::methods::TOOLS_CALL,
-                    Some(params),
-                );
-                (
-                    line,
-                    route.map(|r| Box::new((*r).with_params(params_headers))),
-                )
-            }
+            )
         };
         let id = self.begin(None, line, slot)?;
         Ok((id, answer))
@@ -302,11 +325,12 @@ impl CallLane {
         timeout: Duration,
     ) -> Result<(i64, RawAnswer), CallError> {
         let (reply, answer) = oneshot::channel();
-        let slot = Slot {
+        let mut slot = Slot {
             reply: Reply::Raw(reply),
             progress: None,
             output: None,
             after: timeout,
+            retry: None,
             _live: crate::vitals::Live::call(),
         };
         if self.meta.get().is_some()
@@ -316,6 +340,17 @@ impl CallLane {
                 server: self.server.clone(),
                 feature,
             });
+        }
+        if self.meta.get().is_some()
+            && let Some(asking) = ASKING_METHODS.iter().find(|m| **m == method)
+        {
+            let id = id.unwrap_or_else(|| self.next_id());
+            let params = params.unwrap_or_else(|| Value::Object(Default::default()));
+            let retry = rounds::Retry::of(id, asking, params, false, Vec::new(), timeout);
+            let line = retry.as_ref().map(|r| self.round_line(id, r));
+            slot.retry = retry;
+            let id = self.begin(Some(id), |_| line.unwrap_or_default(), slot)?;
+            return Ok((id, answer));
         }
         let line = |id| self.line_of(id, method, params);
         let id = self.begin(id, line, slot)?;
@@ -383,6 +418,10 @@ impl CallLane {
     /// Stops waiting for call `id`, tells the server, and answers the caller
     /// with [`CallError::Cancelled`]. A call that already ended is left alone.
     pub(crate) fn cancel(&self, id: i64) {
+        if self.cancel_asking(id) {
+            return;
+        }
+        let id = self.current_round(id);
         let Some((slot, note)) = self.calls.lock().cancel(id, "cancelled by the host") else {
             return;
         };
@@ -397,6 +436,7 @@ impl CallLane {
             listing: false,
             route: self.route_of_notice(mcpvisor_protocol::mcp::messages::methods::CANCELLED),
         });
+        self.rounds_ended(&slot);
         slot.reply.fail(CallError::Cancelled);
     }
 
@@ -424,6 +464,15 @@ impl CallLane {
             Answered::Late => return None,
             Answered::Unknown => return Some(msg),
         };
+        if let Message::Response(r) = &msg
+            && slot.retry.is_some()
+            && matches!(ResultType::of(&r.result), Ok(ResultType::InputRequired))
+        {
+            // Another round: the host answers, the request goes again.
+            self.next_round(slot, &r.result);
+            return None;
+        }
+        self.rounds_ended(&slot);
         let server = self.server.clone();
         match (slot.reply, msg) {
             (Reply::Call(tx), Message::Response(r))
@@ -512,6 +561,7 @@ impl CallLane {
             Answered::Late => return true,
             Answered::Unknown => return false,
         };
+        self.rounds_ended(&slot);
         slot.reply.fail(error);
         true
     }
@@ -534,6 +584,9 @@ impl CallLane {
     /// flight fails with `error`.
     pub(crate) fn close(&self, error: &CallError) {
         let slots = self.calls.lock().close();
+        // A request whose host is still answering is told when its round
+        // cannot be sent; one that is between rounds ends with the lane.
+        self.rounds.lock().clear();
         if let Some(task) = self.deadlines.lock().take() {
             task.abort();
         }
@@ -611,6 +664,7 @@ impl Drop for CallLane {
 }
 
 mod deadlines;
+mod rounds;
 mod stateless;
 #[cfg(test)]
 pub(crate) mod test_ports;

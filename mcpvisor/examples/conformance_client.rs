@@ -246,7 +246,7 @@ async fn exercise(host: &Host, scenario: &str) -> Result<(), String> {
         // The 2026-07-28 header scenarios: every tool, resource and prompt
         // offered is used once (a tool with an invalid x-mcp-header is not
         // offered, which is what one of them checks).
-        "http-standard-headers" | "http-invalid-tool-headers" => {
+        "http-standard-headers" | "http-invalid-tool-headers" | "sep-2322-client-request-state" => {
             for tool in host.tools() {
                 let arguments = placeholder_arguments(&tool.input_schema);
                 let r = host

@@ -1,7 +1,7 @@
 //! The lane at a stateless revision (2026-07-28): every request it writes
-//! carries the connection's `_meta`, a result that is not complete fails
-//! typed until such results are answered, and what the revision removed is
-//! refused before it is sent.
+//! carries the connection's `_meta`, a result that is neither complete nor a
+//! round of questions (see `rounds`) fails typed, and what the revision
+//! removed is refused before it is sent.
 
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
@@ -11,13 +11,14 @@ use mcpvisor_protocol::wire::jsonrpc::Request;
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::Value;
 
-use super::CallLane;
+use super::{CallLane, InputAsker};
 use crate::error::CallError;
 
 impl CallLane {
     /// The server is reached at a stateless revision: every request of this
     /// lane carries `meta` (its revision, the client's capabilities and name).
-    pub(crate) fn go_stateless(&self, meta: RequestMeta) {
+    pub(crate) fn go_stateless(&self, meta: RequestMeta, asker: InputAsker) {
+        let _ = self.asker.set(std::sync::Arc::new(asker));
         let _ = self.meta.set(meta);
     }
 
@@ -29,7 +30,7 @@ impl CallLane {
         let detail = match ResultType::of(result) {
             Ok(ResultType::Complete) => return None,
             Ok(ResultType::InputRequired) => {
-                "resultType input_required (the server asks for input), which this client does not answer yet".to_string()
+                "resultType input_required on a request that cannot ask (only tools/call, resources/read and prompts/get may)".to_string()
             }
             Ok(ResultType::Task) => {
                 "resultType task (the tasks extension), which this client does not take yet".to_string()

@@ -71,5 +71,6 @@ pub(crate) fn recorded_lane(
         RequestIds::new(),
         max_in_flight,
     ));
+    lane.bind();
     (lane, wrote_rx, told_rx)
 }

@@ -348,7 +348,17 @@ impl Connection {
         if matches!(handled.event, SessionEvent::Ready(_)) {
             self.deadlines.probed();
             if let Some(meta) = self.session.request_meta() {
-                self.lane.go_stateless(meta.clone());
+                let asker = crate::lane::InputAsker {
+                    handler: self.ctx.options.client_handler.clone(),
+                    roots: self.ctx.roots.clone(),
+                    // As declared at this revision, as the server reads it.
+                    offered: mcpvisor_protocol::mcp::client_offers::ClientCapabilities::declared_by(
+                        Some(&self.session.offered().to_value_at(meta.revision())),
+                        meta.revision(),
+                    ),
+                    timeout: self.ctx.options.host_request_timeout,
+                };
+                self.lane.go_stateless(meta.clone(), asker);
             }
         }
         if let (SessionEvent::Ready(_), Some(revision)) = (&handled.event, self.session.revision())

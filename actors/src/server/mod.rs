@@ -138,6 +138,7 @@ impl Actor for ServerActor {
             ids.clone(),
             ctx.options.max_in_flight,
         ));
+        lane.bind();
         lane.start_deadlines();
         let _ = inbound.lane.set(lane.clone());
         let exit_during_initialize = !http && faults.take_exit_on_initialize();

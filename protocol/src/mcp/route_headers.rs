@@ -93,11 +93,9 @@ pub fn encode_value(value: &str) -> String {
         .bytes()
         .all(|b| matches!(b, 0x21..=0x7e | b' ' | b'\t'));
     let edges = [' ', '\t'];
-    let plain = safe
-        && !value.starts_with(edges)
-        && !value.ends_with(edges)
-        && !(value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX));
-    if plain {
+    let padded = value.starts_with(edges) || value.ends_with(edges);
+    let sentinel = value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX);
+    if safe && !padded && !sentinel {
         value.to_string()
     } else {
         let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());

@@ -226,6 +226,12 @@ impl<T> ClientSession<T> {
         }
     }
 
+    /// What the host answers, as declared (in `initialize`, or in each
+    /// request's `_meta` at a stateless revision).
+    pub fn offered(&self) -> ClientCapabilities {
+        self.offered
+    }
+
     /// What each request carries, once the server is reached at a stateless
     /// revision (for requests built beside the session: the call lane's).
     pub fn request_meta(&self) -> Option<&RequestMeta> {

@@ -9,7 +9,6 @@ use super::{
     ClientSession, Handled, HandshakeState, Ignored, InitializeFailure, Pending, SessionError,
     SessionEvent, ignored, no_reply,
 };
-use crate::mcp::client_offers::ClientCapabilities;
 use crate::mcp::discover::{SERVER_DISCOVER, read_discovered};
 use crate::mcp::messages::{InitializeError, InitializeResult};
 use crate::mcp::request_meta::RequestMeta;
@@ -80,12 +79,11 @@ impl<T> ClientSession<T> {
     }
 
     pub(super) fn meta_at(&self, revision: Revision) -> RequestMeta {
-        // Nothing is declared until input_required rounds are answered: a
-        // server asks for what a client declares, and this one would not
-        // answer (a server that needs it says so, -32021).
+        // What the host answers: a server asks in input_required rounds
+        // only for what a client declares.
         RequestMeta::new(
             revision,
-            ClientCapabilities::default(),
+            self.offered,
             &self.params.client_info.name,
             &self.params.client_info.version,
         )

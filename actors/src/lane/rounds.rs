@@ -1,0 +1,296 @@
+//! Multi-round-trip requests at a stateless revision (2026-07-28): a
+//! `tools/call`, `resources/read` or `prompts/get` answered with
+//! `resultType: "input_required"` is answered by the host's handler (its
+//! questions: elicitation, sampling, roots) and sent again under a new id,
+//! with the answers as `inputResponses` and the `requestState` exactly as it
+//! came (none when none came). The caller sees one request: one answer, one
+//! cancellation and one deadline over every round, and the id it was given
+//! at the start cancels whichever round is current.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor_protocol::mcp::client_offers::ClientCapabilities;
+use mcpvisor_protocol::mcp::input_required::{
+    ASKING_METHODS, InputRequest, InputRequired, InputRequiredError, MAX_ROUNDS, METHOD_ROOTS,
+};
+use mcpvisor_protocol::mcp::messages::{ResultError, Root};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
+use parking_lot::RwLock;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::{CallLane, Slot, stateless::Line};
+use crate::error::CallError;
+use crate::host_requests::{self, HostAsk, SharedClientHandler};
+
+/// Who answers a server's questions for this connection: the host's handler
+/// (as declared to the server) and the host's roots.
+pub(crate) struct InputAsker {
+    pub(crate) handler: Option<SharedClientHandler>,
+    pub(crate) roots: Arc<RwLock<Option<Arc<[Root]>>>>,
+    /// What the server was told this client answers.
+    pub(crate) offered: ClientCapabilities,
+    /// How long the host may take over one question.
+    pub(crate) timeout: Duration,
+}
+
+impl InputAsker {
+    /// The answer to one question, or why there is none.
+    async fn answer(&self, server: &Arc<str>, request: InputRequest) -> Result<Value, ErrorObject> {
+        if request.method == METHOD_ROOTS {
+            let roots = self.roots.read().clone();
+            return match roots {
+                Some(roots) => Ok(serde_json::json!({ "roots": &*roots })),
+                None => Err(host_requests::error(
+                    error_codes::METHOD_NOT_FOUND,
+                    "roots were not offered",
+                )),
+            };
+        }
+        let Some(handler) = &self.handler else {
+            return Err(host_requests::error(
+                error_codes::METHOD_NOT_FOUND,
+                format!("{} was not offered", request.method),
+            ));
+        };
+        let ask = HostAsk::read(server.clone(), request.method, request.params, self.offered)?;
+        let asked = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+            ask.answer_with(&*handler.0),
+        ));
+        match tokio::time::timeout(self.timeout, asked).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(host_requests::error(
+                error_codes::INTERNAL_ERROR,
+                "the host's handler failed",
+            )),
+            Err(_) => Err(host_requests::error(
+                -32001,
+                format!("the host did not answer within {:?}", self.timeout),
+            )),
+        }
+    }
+}
+
+/// What a request needs to be sent again: kept only at a stateless revision,
+/// for the methods that may be answered with questions.
+pub(super) struct Retry {
+    method: &'static str,
+    /// The params as the caller gave them (no `_meta`: each round is stamped anew).
+    params: Value,
+    /// A progress token goes in `_meta` (the round's own id).
+    progress: bool,
+    /// The `Mcp-Param-*` headers of a `tools/call` (its arguments do not change).
+    mirrored: Vec<(String, String)>,
+    /// The id the caller was given, which cancels every round.
+    origin: i64,
+    /// Rounds answered so far.
+    round: usize,
+    /// When the whole request is due.
+    deadline: Instant,
+}
+
+impl Retry {
+    /// A request of `method` with `params` that may go several rounds, if
+    /// the method can be asked questions.
+    pub(super) fn of(
+        origin: i64,
+        method: &str,
+        params: Value,
+        progress: bool,
+        mirrored: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> Option<Box<Retry>> {
+        let method = ASKING_METHODS.into_iter().find(|m| *m == method)?;
+        Some(Box::new(Retry {
+            method,
+            params,
+            progress,
+            mirrored,
+            origin,
+            round: 0,
+            deadline: Instant::now() + timeout,
+        }))
+    }
+}
+
+/// Where a request that went more than one round stands, by the id its
+/// caller was given.
+pub(super) enum Round {
+    /// Its current round is in flight under this id.
+    InFlight(i64),
+    /// The host is answering its questions; sending here cancels it.
+    Asking(oneshot::Sender<()>),
+}
+
+/// The rounds of a lane, by origin id.
+pub(super) type Rounds = HashMap<i64, Round>;
+
+impl CallLane {
+    /// The line of one round of `retry` under `id`.
+    pub(super) fn round_line(&self, id: i64, retry: &Retry) -> Line {
+        let mut params = retry.params.clone();
+        if retry.progress
+            && let Value::Object(map) = &mut params
+        {
+            map.insert("_meta".into(), serde_json::json!({ "progressToken": id }));
+        }
+        let (line, route) = self.line_of(id, retry.method, Some(params));
+        let mirrored = retry.mirrored.clone();
+        (line, route.map(|r| Box::new((*r).with_params(mirrored))))
+    }
+
+    /// The id whose round is current for the caller's `origin`.
+    pub(super) fn current_round(&self, origin: i64) -> i64 {
+        match self.rounds.lock().get(&origin) {
+            Some(Round::InFlight(id)) => *id,
+            _ => origin,
+        }
+    }
+
+    /// Cancels the request `origin` while its questions are being answered;
+    /// false when it is not at that stage.
+    pub(super) fn cancel_asking(&self, origin: i64) -> bool {
+        let mut rounds = self.rounds.lock();
+        if !matches!(rounds.get(&origin), Some(Round::Asking(_))) {
+            return false;
+        }
+        if let Some(Round::Asking(stop)) = rounds.remove(&origin) {
+            let _ = stop.send(());
+        }
+        true
+    }
+
+    /// The request of `slot` ended (answered or failed): its rounds are forgotten.
+    pub(super) fn rounds_ended(&self, slot: &Slot) {
+        if let Some(retry) = &slot.retry
+            && retry.round > 0
+        {
+            self.rounds.lock().remove(&retry.origin);
+        }
+    }
+
+    /// `result` asks for input: if `slot`'s request can go another round,
+    /// its questions are put to the host on a task and the request sent
+    /// again; when it cannot, its caller is told why.
+    pub(super) fn next_round(&self, slot: Slot, result: &Value) {
+        if let Err((slot, error)) = self.try_round(slot, result) {
+            self.rounds_ended(&slot);
+            slot.reply.fail(error);
+        }
+    }
+
+    #[allow(clippy::result_large_err)] // private, and the slot goes straight back
+    fn try_round(&self, mut slot: Slot, result: &Value) -> Result<(), (Slot, CallError)> {
+        let invalid = |server: &Arc<str>, detail: String| CallError::InvalidResult {
+            server: server.clone(),
+            source: ResultError {
+                what: "input_required result",
+                detail,
+            },
+        };
+        let (Some(me), Some(asker)) = (self.me.get().and_then(|w| w.upgrade()), self.asker.get())
+        else {
+            let error = invalid(&self.server, "this connection answers no questions".into());
+            return Err((slot, error));
+        };
+        let Some(retry) = slot.retry.as_mut() else {
+            let error = invalid(
+                &self.server,
+                InputRequiredError::NotAsking("this request".into()).to_string(),
+            );
+            return Err((slot, error));
+        };
+        if retry.round >= MAX_ROUNDS {
+            let error = invalid(&self.server, InputRequiredError::TooManyRounds.to_string());
+            return Err((slot, error));
+        }
+        let asked = match InputRequired::parse(retry.method, result) {
+            Ok(asked) => asked,
+            Err(e) => {
+                let error = invalid(&self.server, e.to_string());
+                return Err((slot, error));
+            }
+        };
+        retry.round += 1;
+        let origin = retry.origin;
+        let (stop, stopped) = oneshot::channel();
+        self.rounds.lock().insert(origin, Round::Asking(stop));
+        let asker = asker.clone();
+        tokio::spawn(async move {
+            let server = me.server.clone();
+            let answers = async {
+                let mut answers = Map::new();
+                for request in asked.requests.iter().cloned() {
+                    let key = request.key.clone();
+                    match asker.answer(&server, request).await {
+                        Ok(answer) => {
+                            answers.insert(key, answer);
+                        }
+                        Err(error) => return Err((key, error)),
+                    }
+                }
+                Ok(answers)
+            };
+            let answers = tokio::select! {
+                answers = answers => answers,
+                stop = stopped => {
+                    // Told to stop: cancelled; the sender dropped: the lane closed.
+                    slot.reply.fail(match stop {
+                        Ok(()) => CallError::Cancelled,
+                        Err(_) => CallError::ConnectionClosed {
+                            server,
+                            reason: Arc::from("the connection ended while the host answered the server's questions"),
+                        },
+                    });
+                    return;
+                }
+            };
+            let answers = match answers {
+                Ok(answers) => answers,
+                Err((key, error)) => {
+                    me.rounds.lock().remove(&origin);
+                    slot.reply
+                        .fail(CallError::InputUnanswered { server, key, error });
+                    return;
+                }
+            };
+            me.send_round(slot, &asked, answers);
+        });
+        Ok(())
+    }
+
+    /// Sends the next round of `slot`'s request with `answers`, under a new id.
+    fn send_round(&self, mut slot: Slot, asked: &InputRequired, answers: Map<String, Value>) {
+        let Some(retry) = slot.retry.as_mut() else {
+            return;
+        };
+        retry.params = asked.retry_params(&retry.params, answers);
+        let origin = retry.origin;
+        // The rounds share one deadline: what the host took is not given back.
+        slot.after = retry
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let id = self.next_id();
+        let line = self.round_line(id, retry);
+        match self.begin(Some(id), |_| line, slot) {
+            Ok(id) => {
+                let mut rounds = self.rounds.lock();
+                if let Some(round) = rounds.get_mut(&origin) {
+                    *round = Round::InFlight(id);
+                } else {
+                    // Cancelled meanwhile: the caller is gone, and so goes this round.
+                    drop(rounds);
+                    self.cancel(id);
+                }
+            }
+            Err(_) => {
+                // `begin` failed the caller; the request is over.
+                self.rounds.lock().remove(&origin);
+            }
+        }
+    }
+}
