@@ -187,6 +187,23 @@ impl PeerServer {
         PeerServer::start(cmd, port)
     }
 
+    /// The TypeScript SDK v2 server as a strict MCP 2026-07-28 endpoint
+    /// (`peers/ts_v2_server.mjs`: `createMcpHandler` with `legacy: 'reject'`),
+    /// which logs each request's MCP headers.
+    pub fn ts_v2() -> PeerServer {
+        let port = free_port();
+        let script = peers_dir().join("ts_v2_server.mjs");
+        assert!(
+            peers_dir()
+                .join("node_modules/@modelcontextprotocol/server")
+                .exists(),
+            "the TypeScript SDK v2 server is missing: run `bash scripts/peers.sh`"
+        );
+        let mut cmd = Command::new("node");
+        cmd.arg(script).arg(port.to_string());
+        PeerServer::start(cmd, port)
+    }
+
     fn start(mut cmd: Command, port: u16) -> PeerServer {
         use std::os::unix::process::CommandExt;
         cmd.stdin(Stdio::null())

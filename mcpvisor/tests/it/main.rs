@@ -28,6 +28,7 @@ mod resources_prompts;
 mod resources_prompts_deadlines;
 mod routes;
 mod stateless;
+mod stateless_http;
 mod teardown;
 mod unreadable_answers;
 mod url_elicitation;

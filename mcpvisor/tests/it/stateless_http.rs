@@ -1,0 +1,290 @@
+//! MCP 2026-07-28 over Streamable HTTP against real servers of that
+//! revision: the TypeScript SDK v2 server as a strict endpoint
+//! (`createMcpHandler` with `legacy: 'reject'`, which logs the headers of
+//! each request) and the Python SDK 2.3.0 server. Reached by default when
+//! `initialize` is refused as such a server refuses it (once), or probed
+//! first; every POST carries the revision's headers and no session; a tool
+//! whose schema mirrors an argument into a header is called with it (the
+//! SDK refuses the call without it), one whose annotation is invalid is not
+//! offered; a multi-round-trip request is answered by the host; a request
+//! that times out restarts the connection, which is reached again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpvisor::{
+    CallError, ClientCapabilities, ClientHandler, ElicitAnswer, FormRequest, Host, HostAnswer,
+    HostEvent, ServerSpec, ServerState, SharedClientHandler, Versions,
+};
+use serde_json::{Value, json};
+use testkit::peers::{Peer, PeerServer, Wire};
+use testkit::{call, eventually, fast_options, next_ready};
+
+const MODERN: &str = "2026-07-28";
+
+fn ts_v2() -> (PeerServer, ServerSpec) {
+    let server = PeerServer::ts_v2();
+    let spec = ServerSpec::http("ts", mcpvisor::HttpSpec::new(server.url.clone()));
+    (server, spec)
+}
+
+/// A person who accepts every question with `{"confirm": true}`.
+struct Confirms;
+
+impl ClientHandler for Confirms {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn elicit(&self, _request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        let answer =
+            ElicitAnswer::parse(&json!({"action": "accept", "content": {"confirm": true}}))
+                .expect("an answer");
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+async fn start(spec: ServerSpec, versions: Option<Versions>) -> Host {
+    let mut options = fast_options();
+    if let Some(versions) = versions {
+        options.protocol_versions = versions;
+    }
+    options.client_handler = Some(SharedClientHandler(Arc::new(Confirms)));
+    Host::start(vec![spec], options).await.unwrap()
+}
+
+/// Ready at 2026-07-28, as the event and the status say.
+async fn ready_stateless(
+    host: &Host,
+    events: &mut (impl futures::Stream<Item = HostEvent> + Unpin),
+) {
+    let HostEvent::ServerReady { protocol, .. } = next_ready(events).await else {
+        unreachable!()
+    };
+    assert_eq!(protocol.as_deref(), Some(MODERN), "{:?}", host.servers());
+    let status = &host.servers()[0];
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+}
+
+/// The requests the TypeScript peer logged, as JSON objects.
+fn logged(server: &PeerServer) -> Vec<Value> {
+    server
+        .output()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_strict_server_is_reached_by_default_and_every_post_says_what_it_is() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    assert_eq!(host.servers()[0].restarts, 0, "reached on the first try");
+
+    let echoed = call(&host, "mcp__ts__echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "echo: hi");
+    let added = call(&host, "mcp__ts__add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(added.text(), "5");
+    // The SDK refuses this call (-32020) unless Mcp-Param-Region mirrors the argument.
+    let routed = call(
+        &host,
+        "mcp__ts__in_region",
+        json!({"region": "eu-west-1", "query": "q"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(routed.text(), "q in eu-west-1");
+    // A value outside the header-safe set goes Base64-encoded, and still matches.
+    let routed = call(
+        &host,
+        "mcp__ts__in_region",
+        json!({"region": " Zürich ", "query": "q"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(routed.text(), "q in  Zürich ");
+
+    // The tool with a number-typed x-mcp-header is not offered, and says why.
+    let names: Vec<String> = host.tools().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"mcp__ts__echo".to_string()), "{names:?}");
+    assert!(
+        !names.contains(&"mcp__ts__bad_header".to_string()),
+        "{names:?}"
+    );
+    let refused = host.routes();
+    let refusals = refused.refused("ts").expect("the refusals of ts");
+    assert!(
+        format!("{refusals:?}").contains("bad_header"),
+        "{refusals:?}"
+    );
+    match call(&host, "mcp__ts__bad_header", json!({"score": 1.5})).await {
+        Err(CallError::RouteRefused { reason, .. }) => {
+            assert!(reason.contains("x-mcp-header"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let requests = logged(&server);
+    let methods: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| r.get("mcp-method").and_then(Value::as_str))
+        .collect();
+    // Refused once, probed once, never initialized again.
+    assert_eq!(requests[0].get("mcp-method"), None, "{requests:?}");
+    assert_eq!(methods.first(), Some(&"server/discover"), "{requests:?}");
+    assert!(methods.contains(&"tools/list"), "{methods:?}");
+    for r in &requests[1..] {
+        assert_eq!(r["http"], "POST", "no GET stream, no DELETE: {r}");
+        assert_eq!(r["mcp-protocol-version"], MODERN, "{r}");
+        assert!(r.get("mcp-session-id").is_none(), "no session: {r}");
+    }
+    let calls: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["mcp-method"] == "tools/call")
+        .collect();
+    assert_eq!(calls[0]["mcp-name"], "echo", "{calls:?}");
+    let regions: Vec<&Value> = calls
+        .iter()
+        .filter(|r| r["mcp-name"] == "in_region")
+        .map(|r| &r["mcp-param-region"])
+        .collect();
+    assert_eq!(
+        regions,
+        [&json!("eu-west-1"), &json!("=?base64?IFrDvHJpY2gg?=")],
+        "{calls:?}"
+    );
+
+    host.shutdown().await;
+    // Shut down: nothing to delete, and nothing is sent.
+    assert!(
+        !logged(&server).iter().any(|r| r["http"] == "DELETE"),
+        "{}",
+        server.output()
+    );
+}
+
+#[tokio::test]
+async fn first_in_the_list_it_is_probed_for_with_no_initialize() {
+    let (server, spec) = ts_v2();
+    let versions = Versions::parse(&[MODERN, "2025-11-25"]).unwrap();
+    let host = start(spec, Some(versions)).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let requests = logged(&server);
+    assert_eq!(requests[0]["mcp-method"], "server/discover", "{requests:?}");
+    assert!(
+        requests.iter().all(|r| r.get("mcp-method").is_some()),
+        "no initialize: {requests:?}"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_question_the_server_asks_is_answered_by_the_host_and_the_call_goes_on() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let done = call(&host, "mcp__ts__confirm_delete", json!({"path": "/tmp/x"}))
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "deleted /tmp/x");
+    let rounds = logged(&server)
+        .into_iter()
+        .filter(|r| r["mcp-name"] == "confirm_delete")
+        .count();
+    assert_eq!(rounds, 2, "asked, then sent again: {}", server.output());
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_that_times_out_restarts_the_connection_which_is_reached_again() {
+    let (server, spec) = ts_v2();
+    let mut options = fast_options();
+    options.request_timeout = Duration::from_millis(500);
+    let host = Host::start(vec![spec], options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    match call(&host, "mcp__ts__sleep", json!({"ms": 5000})).await {
+        Err(CallError::Timeout { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    ready_stateless(&host, &mut events).await;
+    let echoed = call(&host, "mcp__ts__echo", json!({"message": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "echo: back");
+    let probes = logged(&server)
+        .into_iter()
+        .filter(|r| r["mcp-method"] == "server/discover")
+        .count();
+    assert_eq!(probes, 2, "discovered again after the restart");
+    // Over HTTP a request is cancelled by closing its stream: no notice is posted.
+    assert!(
+        !logged(&server)
+            .iter()
+            .any(|r| r["mcp-method"] == "notifications/cancelled"),
+        "{}",
+        server.output()
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_closes_its_stream_and_posts_nothing() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let pending = host.call(
+        "mcp__ts__sleep",
+        json!({"ms": 3000}),
+        mcpvisor::CallOptions::default(),
+    );
+    let canceller = pending.canceller();
+    let seen = || logged(&server).iter().any(|r| r["mcp-name"] == "sleep");
+    assert!(eventually(Duration::from_secs(10), seen).await);
+    canceller.cancel();
+    assert!(matches!(pending.await, Err(CallError::Cancelled)));
+    // The connection goes on.
+    let echoed = call(&host, "mcp__ts__echo", json!({"message": "still"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "echo: still");
+    assert!(
+        !logged(&server)
+            .iter()
+            .any(|r| r["mcp-method"] == "notifications/cancelled"),
+        "{}",
+        server.output()
+    );
+    assert_eq!(host.servers()[0].restarts, 0);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_over_http_at_2026_07_28_alone() {
+    let running = Peer::PythonSdk.run(Wire::HttpJson);
+    let versions = Versions::parse(&[MODERN]).unwrap();
+    let host = start(running.spec.clone(), Some(versions)).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let echoed = call(&host, "mcp__py__echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert!(echoed.text().contains("hi"), "{}", echoed.text());
+    let added = call(&host, "mcp__py__add", json!({"a": 20, "b": 22}))
+        .await
+        .unwrap();
+    assert!(added.text().contains("42"), "{}", added.text());
+    host.shutdown().await;
+}
