@@ -92,6 +92,10 @@ pub(crate) trait LaneReport: Send + Sync {
 
     /// A write failed for a reason other than backlog (told once per lane).
     fn write_failed(&self, error: TransportError);
+
+    /// What the host listens for changed (a stateless revision's
+    /// `subscriptions/listen` is opened anew).
+    fn relisten(&self) {}
 }
 
 impl LaneWrite for StdioWriter {
@@ -186,6 +190,16 @@ impl CallLane {
     /// Lets the lane's own tasks (the rounds of a request) reach it.
     pub(crate) fn bind(self: &Arc<Self>) {
         let _ = self.me.set(Arc::downgrade(self));
+    }
+
+    /// The host's subscriptions changed: the connection listens anew.
+    pub(crate) fn relisten(&self) {
+        self.report.relisten();
+    }
+
+    /// Whether the server is reached at a stateless revision.
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.meta.get().is_some()
     }
 
     /// The server this lane belongs to.

@@ -34,6 +34,8 @@ pub(crate) enum ServerMsg {
     ReportAgain,
     /// The host's roots changed.
     RootsChanged,
+    /// The host's subscriptions changed: listen anew (a stateless revision).
+    Relisten,
     /// The host answered (or failed to answer) a server's request.
     HostAnswered {
         id: mcpvisor_protocol::wire::jsonrpc::RequestId,

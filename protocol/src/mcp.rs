@@ -25,6 +25,7 @@ pub mod result_type;
 pub mod revision;
 pub mod route_headers;
 pub mod sampling;
+pub mod subscriptions;
 pub mod tasks;
 pub mod tool_schema;
 pub mod url_elicitation;

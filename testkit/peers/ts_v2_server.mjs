@@ -20,9 +20,48 @@ import {
 import { z } from 'zod';
 
 const port = Number(process.argv[2] ?? 3210);
+// Set by `announce`: the tool list has one more tool from then on.
+let announced = false;
 
 function factory() {
-  const server = new McpServer({ name: 'ts-v2', version: '2.4.0' });
+  const server = new McpServer(
+    { name: 'ts-v2', version: '2.4.0' },
+    { capabilities: { resources: { subscribe: true, listChanged: true } } },
+  );
+  // A list change, told on every subscriptions/listen stream that asked for it.
+  server.registerTool(
+    'announce',
+    { description: 'Add a tool shortly', inputSchema: z.object({}) },
+    async () => {
+      setTimeout(() => {
+        announced = true;
+        handler.notify.toolsChanged();
+      }, 200);
+      return { content: [{ type: 'text', text: 'announcing' }] };
+    },
+  );
+  if (announced) {
+    server.registerTool(
+      'announced',
+      { description: 'The tool announce added', inputSchema: z.object({}) },
+      async () => ({ content: [{ type: 'text', text: 'here' }] }),
+    );
+  }
+  // A resource whose updates go to the streams that subscribed to it.
+  server.registerResource(
+    'board',
+    'note://board',
+    { mimeType: 'text/plain', description: 'A board that changes' },
+    async (uri) => ({ contents: [{ uri: uri.href, text: 'board' }] }),
+  );
+  server.registerTool(
+    'touch',
+    { description: 'Change the board shortly', inputSchema: z.object({}) },
+    async () => {
+      setTimeout(() => handler.notify.resourceUpdated('note://board'), 200);
+      return { content: [{ type: 'text', text: 'touching' }] };
+    },
+  );
   server.registerTool(
     'echo',
     { description: 'Echo a message', inputSchema: z.object({ message: z.string() }) },

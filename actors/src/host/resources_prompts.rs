@@ -176,6 +176,14 @@ impl Host {
             Recorded::Added => true,
             Recorded::Existing => false,
         };
+        if link.lane.is_stateless() {
+            // MCP 2026-07-28: the subscription rides in the connection's
+            // `subscriptions/listen`, opened anew with it (and after every restart).
+            if added {
+                link.lane.relisten();
+            }
+            return Ok(());
+        }
         // A subscription this call added is withdrawn unless the server took it,
         // also when the call is dropped before the answer.
         let mut undo = added.then(|| Undo {
@@ -203,6 +211,10 @@ impl Host {
             )));
         }
         let link = self.link(server)?;
+        if link.lane.is_stateless() {
+            link.lane.relisten();
+            return Ok(());
+        }
         link.ask(methods::RESOURCES_UNSUBSCRIBE, Some(uri_params(uri)))
             .await
             .map(drop)

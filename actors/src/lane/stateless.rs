@@ -76,9 +76,9 @@ pub(super) fn removed_at_stateless(method: &str) -> Option<&'static str> {
     match method {
         methods::PING => Some("ping (not in MCP 2026-07-28)"),
         methods::SET_LOG_LEVEL => Some("logging/setLevel (not in MCP 2026-07-28)"),
-        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-            Some("resource subscriptions (subscriptions/listen at MCP 2026-07-28, not yet used)")
-        }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => Some(
+            "resources/subscribe (not in MCP 2026-07-28: subscriptions/listen carries subscriptions)",
+        ),
         _ => None,
     }
 }

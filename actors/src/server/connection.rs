@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod host_asks;
+mod listen;
 mod listing;
 mod setup;
 
@@ -48,6 +49,9 @@ pub(crate) enum Pending {
     Renewal {
         what: &'static str,
     },
+    /// The `subscriptions/listen` stream (a stateless revision), answered
+    /// only when it ends.
+    Listen,
 }
 
 struct Listing {
@@ -85,6 +89,8 @@ pub(crate) struct Connection {
     offers: Offers,
     /// Its resource and prompt lists, kept for hosts between requests.
     lists: Arc<Lists>,
+    /// The `subscriptions/listen` request open (a stateless revision).
+    listen: Option<RequestId>,
 }
 
 impl Connection {
@@ -125,6 +131,7 @@ impl Connection {
             stopping: false,
             listing: None,
             relist: false,
+            listen: None,
             list_generation: 0,
             deadlines: SetupDeadlines::new(),
             deadline_timer: None,
@@ -324,6 +331,10 @@ impl Connection {
             Some(Pending::Renewal { what }) => {
                 tracing::warn!(server = %self.name, "renewing {what} failed: {error}");
             }
+            Some(Pending::Listen) => {
+                self.listen = None;
+                tracing::debug!(server = %self.name, "subscriptions/listen failed: {error}");
+            }
             None => {
                 self.lane.fail(&id, error);
             }
@@ -475,6 +486,7 @@ impl Connection {
                     tracing::warn!(server = %self.name, code = error.code, "renewing {what} failed: {}", error.message);
                 }
             }
+            Pending::Listen => self.listen_answered(outcome),
         }
     }
 

@@ -35,4 +35,8 @@ impl LaneReport for ActorRef<ServerMsg> {
             confirmed: false,
         });
     }
+
+    fn relisten(&self) {
+        let _ = self.cast(ServerMsg::Relisten);
+    }
 }

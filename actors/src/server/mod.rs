@@ -197,6 +197,7 @@ impl Actor for ServerActor {
             ServerMsg::ReportAgain => conn.report_again(&myself),
             ServerMsg::HostAnswered { id, answer } => conn.host_answered(id, answer),
             ServerMsg::RootsChanged => conn.roots_changed(),
+            ServerMsg::Relisten => conn.open_listen(),
         }
         Ok(())
     }

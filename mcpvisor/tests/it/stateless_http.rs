@@ -6,8 +6,10 @@
 //! first; every POST carries the revision's headers and no session; a tool
 //! whose schema mirrors an argument into a header is called with it (the
 //! SDK refuses the call without it), one whose annotation is invalid is not
-//! offered; a multi-round-trip request is answered by the host; a request
-//! that times out restarts the connection, which is reached again.
+//! offered; a multi-round-trip request is answered by the host; list changes
+//! and resource updates arrive on `subscriptions/listen`, opened again after a
+//! restart; a request that times out restarts the connection, which is
+//! reached again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +20,7 @@ use mcpvisor::{
 };
 use serde_json::{Value, json};
 use testkit::peers::{Peer, PeerServer, Wire};
-use testkit::{call, eventually, fast_options, next_ready};
+use testkit::{call, eventually, fast_options, next_ready, wait_for};
 
 const MODERN: &str = "2026-07-28";
 
@@ -286,5 +288,84 @@ async fn the_python_sdk_over_http_at_2026_07_28_alone() {
         .await
         .unwrap();
     assert!(added.text().contains("42"), "{}", added.text());
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_list_change_arrives_on_the_listen_stream() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let listens = || {
+        logged(&server)
+            .iter()
+            .filter(|r| r["mcp-method"] == "subscriptions/listen")
+            .count()
+    };
+    assert!(eventually(Duration::from_secs(10), || listens() == 1).await);
+    let has = |name: &str| host.tools().iter().any(|t| t.name.to_string() == name);
+    assert!(!has("mcp__ts__announced"));
+    call(&host, "mcp__ts__announce", json!({})).await.unwrap();
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
+    assert!(
+        eventually(Duration::from_secs(10), || has("mcp__ts__announced")).await,
+        "{}",
+        server.output()
+    );
+    let here = call(&host, "mcp__ts__announced", json!({})).await.unwrap();
+    assert_eq!(here.text(), "here");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_subscription_rides_in_the_listen_stream_and_outlives_a_restart() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let listens = || {
+        logged(&server)
+            .iter()
+            .filter(|r| r["mcp-method"] == "subscriptions/listen")
+            .count()
+    };
+    assert!(eventually(Duration::from_secs(10), || listens() == 1).await);
+    host.subscribe("ts", "note://board").await.unwrap();
+    // Listened for again, with the resource.
+    assert!(eventually(Duration::from_secs(10), || listens() == 2).await);
+    let updated = |e: &HostEvent| matches!(e, HostEvent::ResourceUpdated { uri, .. } if &**uri == "note://board");
+    // The server's stream may lag the POST: touch until an update arrives.
+    let mut seen = false;
+    for _ in 0..20 {
+        call(&host, "mcp__ts__touch", json!({})).await.unwrap();
+        let waited = tokio::time::timeout(Duration::from_millis(1500), async {
+            use futures::StreamExt;
+            while let Some(e) = events.next().await {
+                if updated(&e) {
+                    return;
+                }
+            }
+        })
+        .await;
+        if waited.is_ok() {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "no resource update: {}", server.output());
+
+    host.restart("ts").await.unwrap();
+    ready_stateless(&host, &mut events).await;
+    // The new connection listens again, with the subscription.
+    assert!(eventually(Duration::from_secs(10), || listens() == 3).await);
+    call(&host, "mcp__ts__touch", json!({})).await.unwrap();
+    wait_for(&mut events, Duration::from_secs(10), updated).await;
+
+    host.unsubscribe("ts", "note://board").await.unwrap();
+    assert!(eventually(Duration::from_secs(10), || listens() == 4).await);
     host.shutdown().await;
 }

@@ -40,8 +40,9 @@ use crate::headers::HttpHeaders;
 use crate::secret::SecretString;
 use mcpvisor_auth::OAuth;
 use mcpvisor_protocol::mcp::revision::Revision;
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use notices::NoticeSender;
-use notifications::NotificationListener;
+use notifications::{NotificationListener, Opening};
 use options::client_builder;
 pub use options::{HttpOptions, http_client};
 use session::Session;
@@ -267,6 +268,13 @@ impl<S: TransportSink> HttpTransport<S> {
         if out.initialize {
             self.shared.session.remember_init(&out.line);
         }
+        if let (Some(route), Some(id)) = (&out.route, &out.id)
+            && route.method == mcpvisor_protocol::mcp::subscriptions::LISTEN
+        {
+            let (route, id) = (route.clone(), id.clone());
+            self.listen(out, route, id).await;
+            return Ok(());
+        }
         match out.id.clone() {
             Some(id) => {
                 let (shared, sink) = (self.shared.clone(), self.sink.clone());
@@ -365,7 +373,49 @@ impl<S: TransportSink> HttpTransport<S> {
             self.shared.clone(),
             self.sink.clone(),
             streams,
+            Opening::Get,
         ));
+    }
+
+    /// At a stateless revision: `out` is a `subscriptions/listen` request,
+    /// whose answer stream is the notification stream. It replaces the one
+    /// open (a new filter), and runs where the GET stream would.
+    async fn listen(&mut self, out: Outbound, route: Box<RouteHeaders>, id: RequestId) {
+        if let Some(mut listener) = self.listener.take() {
+            listener.stop().await;
+        }
+        let streams = match self.stream_runtime() {
+            Some(s) => s,
+            None => return,
+        };
+        self.listener = Some(NotificationListener::spawn(
+            self.shared.clone(),
+            self.sink.clone(),
+            streams,
+            Opening::Listen {
+                body: out.line.into(),
+                route,
+                id,
+            },
+        ));
+    }
+
+    /// The thread notification streams run on (the host's, else this
+    /// connection's own, started now).
+    fn stream_runtime(&mut self) -> Option<Arc<StreamRuntime>> {
+        if let Some(s) = &self.streams {
+            return Some(s.clone());
+        }
+        match StreamRuntime::start("mcpvisor-sse", &self.shared.options) {
+            Ok(s) => {
+                self.streams = Some(s.clone());
+                Some(s)
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.shared.server, "notification stream not started: {e}");
+                None
+            }
+        }
     }
 
     /// Stops the GET stream (joining its thread), abandons requests in flight and

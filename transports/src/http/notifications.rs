@@ -1,4 +1,6 @@
-//! The GET notification stream: best effort, off the host's runtime.
+//! The notification stream: the GET stream of a session, or at a stateless
+//! revision (2026-07-28) the answer stream of a `subscriptions/listen` POST;
+//! best effort, off the host's runtime.
 //!
 //! It runs on the host's [`StreamRuntime`]: a thread with an isolated
 //! current-thread Tokio runtime shared by the host's GET streams, so a slow or
@@ -6,10 +8,15 @@
 //! waited for, on shutdown. Nothing here can fail a POST:
 //! 405 means the server offers no stream (no retry); a server that cannot be
 //! reached ends the connection (it is down); other failures reconnect with
-//! backoff, honouring `retry:` and sending `Last-Event-ID`.
+//! backoff, honouring `retry:` and sending `Last-Event-ID` (GET only: a
+//! listen is posted again as it was). A listen the server answers (it ended
+//! the stream itself, or refused it) is not posted again.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use mcpvisor_protocol::RequestId;
+use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::wire::sse::SseParser;
 use reqwest::StatusCode;
 use tokio::sync::watch;
@@ -19,6 +26,18 @@ use super::body::{Kind, kind, pump_sse};
 use super::streams::StreamRuntime;
 use super::{Shared, StreamOpen};
 use crate::event::TransportSink;
+
+/// How the stream is opened.
+pub(crate) enum Opening {
+    /// GET on the session.
+    Get,
+    /// POST of a `subscriptions/listen` request, with its headers.
+    Listen {
+        body: Bytes,
+        route: Box<RouteHeaders>,
+        id: RequestId,
+    },
+}
 
 pub(crate) struct NotificationListener {
     stop: watch::Sender<bool>,
@@ -35,12 +54,13 @@ impl NotificationListener {
         shared: Arc<Shared>,
         sink: Arc<S>,
         runtime: Arc<StreamRuntime>,
+        opening: Opening,
     ) -> NotificationListener {
         let (stop, stopped) = watch::channel(false);
         let client = runtime.client();
         let task = runtime.handle().spawn(async move {
             match client.get() {
-                Some(client) => listen(&shared, sink, stopped, client.clone()).await,
+                Some(client) => listen(&shared, sink, stopped, client.clone(), &opening).await,
                 None => tracing::debug!(server = %shared.server, "no notification stream: the streams' HTTP client could not be made"),
             }
             // Nothing waits for a stream that is gone.
@@ -70,8 +90,10 @@ impl Drop for NotificationListener {
 }
 
 enum Outcome {
-    /// 405: the server has no GET stream.
+    /// 405 (or 404), or a listen refused: the server has no such stream.
     Unsupported,
+    /// The server ended a listen with its answer: not opened again.
+    Ended,
     /// The stream ended or failed; try again later. `healthy`: it had stayed up.
     Retry { healthy: bool },
     /// The server cannot be reached: the connection is over.
@@ -85,6 +107,7 @@ async fn listen<S: TransportSink>(
     sink: Arc<S>,
     mut stopped: watch::Receiver<bool>,
     client: reqwest::Client,
+    opening: &Opening,
 ) {
     let mut parser = SseParser::new(shared.options.message_limit);
     let mut backoff = StreamBackoff::new(
@@ -92,14 +115,25 @@ async fn listen<S: TransportSink>(
         shared.options.get_backoff_max,
     );
     loop {
-        let attempt = stream_once(shared, &client, &*sink, &mut parser);
+        let attempt = async {
+            match opening {
+                Opening::Get => stream_once(shared, &client, &*sink, &mut parser).await,
+                Opening::Listen { body, route, id } => {
+                    listen_once(shared, &client, &*sink, body, route, id).await
+                }
+            }
+        };
         let outcome = tokio::select! {
             _ = stopped.changed() => return,
             outcome = attempt => outcome,
         };
         let delay = match outcome {
             Outcome::Unsupported => {
-                tracing::debug!(server = %shared.server, "server offers no GET notification stream (405)");
+                tracing::debug!(server = %shared.server, "server offers no notification stream");
+                return;
+            }
+            Outcome::Ended => {
+                tracing::debug!(server = %shared.server, "the server ended its subscriptions/listen stream");
                 return;
             }
             Outcome::Retry { healthy } => backoff.after(parser.retry(), healthy, fastrand::f64()),
@@ -153,5 +187,63 @@ async fn stream_once<S: TransportSink>(
     }
     Outcome::Retry {
         healthy: opened_at.elapsed() >= HEALTHY_FOR,
+    }
+}
+
+/// One `subscriptions/listen` POST: its stream is pumped until it ends; an
+/// answer to it (the server's graceful end, or a refusal) is delivered and
+/// ends the listening.
+async fn listen_once<S: TransportSink>(
+    shared: &Shared,
+    client: &reqwest::Client,
+    sink: &S,
+    body: &Bytes,
+    route: &RouteHeaders,
+    id: &RequestId,
+) -> Outcome {
+    let mut resp = match shared.post_routed_with(client, body, route, None).await {
+        Ok(r) => r,
+        Err(e) if e.is_unreachable() => return Outcome::Unreachable(e),
+        Err(e) => {
+            tracing::debug!(server = %shared.server, "subscriptions/listen: {e}");
+            return Outcome::Retry { healthy: false };
+        }
+    };
+    match resp.status() {
+        StatusCode::OK => {}
+        StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_FOUND => return Outcome::Unsupported,
+        status if status.is_client_error() => {
+            // A JSON-RPC refusal is the request's answer; either way, not again.
+            let _ = super::stateless::refused(sink, resp, id).await;
+            return Outcome::Unsupported;
+        }
+        status => {
+            tracing::debug!(server = %shared.server, %status, "subscriptions/listen refused");
+            return Outcome::Retry { healthy: false };
+        }
+    }
+    let opened_at = tokio::time::Instant::now();
+    let answered = match kind(&resp) {
+        Kind::Sse => {
+            let mut parser = SseParser::new(shared.options.message_limit);
+            pump_sse(&mut resp, &mut parser, sink, Some(id)).await
+        }
+        Kind::Json => match super::body::read_bounded(resp, shared.options.message_limit).await {
+            Ok(body) => super::body::deliver_json(&body, sink, Some(id)).await,
+            Err(e) => Err(e),
+        },
+        Kind::Other(ct) => Err(crate::error::TransportError::UnexpectedContentType(ct)),
+    };
+    match answered {
+        Ok(true) => Outcome::Ended,
+        Ok(false) => Outcome::Retry {
+            healthy: opened_at.elapsed() >= HEALTHY_FOR,
+        },
+        Err(e) => {
+            tracing::debug!(server = %shared.server, "subscriptions/listen stream ended: {e}");
+            Outcome::Retry {
+                healthy: opened_at.elapsed() >= HEALTHY_FOR,
+            }
+        }
     }
 }

@@ -113,10 +113,21 @@ impl Shared {
         route: &RouteHeaders,
         timeout: Option<std::time::Duration>,
     ) -> Result<reqwest::Response, TransportError> {
+        self.post_routed_with(&self.client, body, route, timeout)
+            .await
+    }
+
+    /// [`Shared::post_routed`] on `client` (the streams' own, for a listen).
+    pub(crate) async fn post_routed_with(
+        &self,
+        client: &reqwest::Client,
+        body: &Bytes,
+        route: &RouteHeaders,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<reqwest::Response, TransportError> {
         let mirrored = route_headers(route)?;
-        self.send_authorized(&self.client, || {
-            let req = self
-                .client
+        self.send_authorized(client, || {
+            let req = client
                 .post(self.url.clone())
                 .header(
                     reqwest::header::CONTENT_TYPE,

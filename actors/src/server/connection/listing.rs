@@ -184,6 +184,8 @@ impl Connection {
             if let Some(sup) = myself.try_get_supervisor() {
                 let _ = sup.send_message(SupervisorMsg::ServerReady { id: self.id });
             }
+            // Calls come first: the stream is opened once the server is ready.
+            self.open_listen();
         }
     }
 }
