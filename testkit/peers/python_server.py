@@ -9,6 +9,7 @@ import asyncio
 import sys
 
 import anyio
+import mcp_types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp import UrlElicitationRequiredError
 from mcp.types import Completion, Icon
@@ -38,12 +39,20 @@ def add(a: int, b: int) -> int:
 
 @server.tool()
 async def announce(ctx: Context) -> str:
-    """Send a tools/list_changed notification outside any request (it travels on the GET stream)."""
+    """Send a tools/list_changed notification outside any request: on the GET
+    stream of a 2025 session, on the subscriptions/listen streams at 2026-07-28."""
     session = ctx.session
 
     async def later() -> None:
         await anyio.sleep(0.2)
-        await session.send_tool_list_changed()
+        try:
+            await session.send_tool_list_changed()
+        except Exception:  # no session to send on at 2026-07-28
+            pass
+        try:
+            await ctx.notify_tools_changed()
+        except Exception:  # no listen streams before 2026-07-28
+            pass
 
     _background.append(asyncio.get_running_loop().create_task(later()))
     return "announced"
@@ -95,6 +104,35 @@ async def complete(ref, argument, context):
 class Confirm(BaseModel):
     confirm: bool = Field(description="Delete it?")
     reason: str = Field(default="none given", description="Why")
+
+
+@server.tool()
+async def confirm_round(path: str, ctx: Context):
+    """Ask the person before pretending to delete a file, in MCP 2026-07-28's
+    way: the first round answers with a question (input_required) and a
+    state; the retry carries the answer and the state back."""
+    answers = ctx.input_responses or {}
+    answer = answers.get("confirm")
+    if answer is None:
+        return mcp_types.InputRequiredResult(
+            input_requests={
+                "confirm": mcp_types.ElicitRequest(
+                    params=mcp_types.ElicitRequestFormParams(
+                        message=f"Delete {path}?",
+                        requested_schema={
+                            "type": "object",
+                            "properties": {"confirm": {"type": "boolean"}},
+                            "required": ["confirm"],
+                        },
+                    )
+                )
+            },
+            request_state=f"py-delete:{path}",
+        )
+    content = getattr(answer, "content", None) or {}
+    if ctx.request_state != f"py-delete:{path}":
+        return f"state lost: {ctx.request_state!r}"
+    return f"deleted {path}" if content.get("confirm") else f"kept {path}"
 
 
 @server.tool()
@@ -152,4 +190,11 @@ if __name__ == "__main__":
         server.run("stdio")
     else:
         port = int(sys.argv[2]) if len(sys.argv) > 2 else 3201
-        server.run("streamable-http", host="127.0.0.1", port=port, json_response=(transport == "http-json"))
+        # http-stateless: the SDK's stateless mode (no session ids; JSON answers).
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=port,
+            json_response=transport in ("http-json", "http-stateless"),
+            stateless_http=transport == "http-stateless",
+        )

@@ -204,6 +204,17 @@ impl PeerServer {
         PeerServer::start(cmd, port)
     }
 
+    /// The Python SDK server in its stateless HTTP mode (`stateless_http`:
+    /// no session ids, JSON answers).
+    pub fn python_stateless() -> PeerServer {
+        let port = free_port();
+        let mut cmd = Command::new(python());
+        cmd.arg(peers_dir().join("python_server.py"))
+            .arg("http-stateless")
+            .arg(port.to_string());
+        PeerServer::start(cmd, port)
+    }
+
     fn start(mut cmd: Command, port: u16) -> PeerServer {
         use std::os::unix::process::CommandExt;
         cmd.stdin(Stdio::null())

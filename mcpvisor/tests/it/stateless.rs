@@ -61,6 +61,20 @@ async fn first_in_the_list_it_is_probed_for_and_used() {
         .unwrap();
     assert!(added.text().contains('5'), "{}", added.text());
 
+    // A list change arrives on the subscriptions/listen request in flight.
+    call(&host, "mcp__py__announce", json!({})).await.unwrap();
+    testkit::wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
+
+    // A question (input_required) answered by the host's handler.
+    match call(&host, "mcp__py__confirm_round", json!({"path": "/tmp/z"})).await {
+        // No handler here: the call fails typed, saying what was asked.
+        Err(mcpvisor::CallError::InputUnanswered { key, .. }) => assert_eq!(key, "confirm"),
+        other => panic!("{other:?}"),
+    }
+
     // A crash: restarted, probed again, at the same revision.
     let pid = host.servers()[0].pid.unwrap();
     nix::sys::signal::kill(

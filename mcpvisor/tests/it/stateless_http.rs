@@ -276,8 +276,37 @@ async fn a_cancelled_call_closes_its_stream_and_posts_nothing() {
 #[tokio::test]
 async fn the_python_sdk_over_http_at_2026_07_28_alone() {
     let running = Peer::PythonSdk.run(Wire::HttpJson);
+    python_at_2026(running.spec.clone()).await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_in_its_stateless_http_mode() {
+    let server = PeerServer::python_stateless();
+    let spec = ServerSpec::http("py", mcpvisor::HttpSpec::new(server.url.clone()));
+    python_at_2026(spec).await;
+    // And by default: initialize at 2025-03-26, as before, on the same server.
+    let host = start(
+        ServerSpec::http("py", mcpvisor::HttpSpec::new(server.url.clone())),
+        None,
+    )
+    .await;
+    let mut events = Box::pin(host.events());
+    let HostEvent::ServerReady { protocol, .. } = next_ready(&mut events).await else {
+        unreachable!()
+    };
+    assert_eq!(protocol.as_deref(), Some("2025-03-26"));
+    let echoed = call(&host, "mcp__py__echo", json!({"message": "old"}))
+        .await
+        .unwrap();
+    assert!(echoed.text().contains("old"), "{}", echoed.text());
+    host.shutdown().await;
+}
+
+/// The Python SDK server at `spec`, reached at 2026-07-28 alone: calls, a
+/// list change on its listen stream, a round of questions.
+async fn python_at_2026(spec: ServerSpec) {
     let versions = Versions::parse(&[MODERN]).unwrap();
-    let host = start(running.spec.clone(), Some(versions)).await;
+    let host = start(spec, Some(versions)).await;
     let mut events = Box::pin(host.events());
     ready_stateless(&host, &mut events).await;
     let echoed = call(&host, "mcp__py__echo", json!({"message": "hi"}))
@@ -288,6 +317,17 @@ async fn the_python_sdk_over_http_at_2026_07_28_alone() {
         .await
         .unwrap();
     assert!(added.text().contains("42"), "{}", added.text());
+    // A list change on its subscriptions/listen stream.
+    call(&host, "mcp__py__announce", json!({})).await.unwrap();
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
+    // A question (input_required) answered by the host; the state comes back as sent.
+    let done = call(&host, "mcp__py__confirm_round", json!({"path": "/tmp/y"}))
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "deleted /tmp/y");
     host.shutdown().await;
 }
 
