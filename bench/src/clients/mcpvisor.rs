@@ -22,11 +22,11 @@ pub struct McpvisorConnection {
 impl McpvisorConnection {
     /// Starts a host with `server` and waits until it is ready.
     pub async fn open(server: &ServerTarget) -> anyhow::Result<McpvisorConnection> {
-        let host = start_host(
-            vec![spec(SERVER_NAME, server)],
-            SupervisorOptions::default(),
-        )
-        .await?;
+        let mut options = SupervisorOptions::default();
+        if server.stateless {
+            options.protocol_versions = mcpvisor::Versions::parse(&["2026-07-28"])?;
+        }
+        let host = start_host(vec![spec(SERVER_NAME, server)], options).await?;
         Ok(McpvisorConnection {
             host,
             tool: format!("mcp__{SERVER_NAME}__{}", server.tool),

@@ -53,7 +53,12 @@ impl Client {
 
     /// True if this client can reach `server`.
     pub fn reaches(self, server: &ServerTarget) -> bool {
-        self != Client::TokioFloor || !server.is_http()
+        match self {
+            Client::Mcpvisor | Client::Rmcp => true,
+            // The floors speak no MCP revision: only the dated targets have them.
+            Client::Floor => !server.stateless,
+            Client::TokioFloor => !server.is_http() && !server.stateless,
+        }
     }
 
     /// The client called `name` (as [`Client::name`] spells it).

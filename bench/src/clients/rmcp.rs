@@ -7,7 +7,7 @@ use anyhow::ensure;
 use rmcp::model::{CallToolRequestParams, ClientConfig, JsonObject, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 use crate::servers::{Endpoint, ServerTarget};
 
@@ -56,6 +56,13 @@ pub async fn connect(
     server: &ServerTarget,
 ) -> anyhow::Result<RunningService<RoleClient, ClientConfig>> {
     let config = ClientConfig::default().with_protocol_version(ProtocolVersion::V_2025_03_26);
+    // At 2026-07-28: rmcp's `server/discover` lifecycle, with no fallback.
+    let lifecycle = match server.stateless {
+        true => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        false => ClientLifecycleMode::Initialize,
+    };
     Ok(match &server.endpoint {
         Endpoint::Stdio { command, args } => {
             let command = tokio::process::Command::new(command).configure(|c| {
@@ -64,11 +71,14 @@ pub async fn connect(
             let (transport, _) = TokioChildProcess::builder(command)
                 .stderr(Stdio::null())
                 .spawn()?;
-            config.serve(transport).await?
+            config.serve_with_lifecycle(transport, lifecycle).await?
         }
         Endpoint::Http { url } => {
             config
-                .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+                .serve_with_lifecycle(
+                    StreamableHttpClientTransport::from_uri(url.clone()),
+                    lifecycle,
+                )
                 .await?
         }
     })

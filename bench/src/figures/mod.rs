@@ -332,11 +332,16 @@ fn selected(setup: &Setup, key: &str) -> bool {
 /// returned handles drop).
 fn targets(setup: &Setup, m: &mut Measurements) -> (Vec<ServerTarget>, Vec<HttpServer>) {
     let exe: &Path = &setup.exe;
-    let mut targets = vec![ServerTarget::rmcp_echo(exe), ServerTarget::demo(exe)];
+    let mut targets = vec![
+        ServerTarget::rmcp_echo(exe),
+        ServerTarget::rmcp_echo_2026(exe),
+        ServerTarget::demo(exe),
+    ];
     let mut servers = Vec::new();
     match HttpServer::rmcp(exe, false) {
         Ok(server) => {
             targets.push(ServerTarget::rmcp_http(server.url.clone()));
+            targets.push(ServerTarget::rmcp_http_2026(server.url.clone()));
             servers.push(server);
         }
         Err(e) => m.note(format!("the rmcp HTTP server did not start: {e:#}")),

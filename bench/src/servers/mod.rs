@@ -51,6 +51,9 @@ pub struct ServerTarget {
     pub tool: &'static str,
     /// The echo tool's one string argument (`text` or `message`).
     pub argument: &'static str,
+    /// Reached at MCP 2026-07-28 (no `initialize`, no session) by the MCP
+    /// clients; the floors, which speak no MCP revision, skip it.
+    pub stateless: bool,
 }
 
 impl ServerTarget {
@@ -74,6 +77,28 @@ impl ServerTarget {
             endpoint: stdio(exe, &[RMCP_ECHO_ARG]),
             tool: "echo",
             argument: "text",
+            stateless: false,
+        }
+    }
+
+    /// The rmcp echo server over stdio, reached at MCP 2026-07-28.
+    pub fn rmcp_echo_2026(exe: &Path) -> ServerTarget {
+        ServerTarget {
+            key: "rmcp-echo-2026",
+            label: "rmcp echo server (stdio) at MCP 2026-07-28",
+            stateless: true,
+            ..ServerTarget::rmcp_echo(exe)
+        }
+    }
+
+    /// The rmcp echo server over Streamable HTTP (stateless, JSON answers),
+    /// reached at MCP 2026-07-28, at `url`.
+    pub fn rmcp_http_2026(url: String) -> ServerTarget {
+        ServerTarget {
+            key: "rmcp-http-2026",
+            label: "rmcp echo server (Streamable HTTP, JSON answers) at MCP 2026-07-28",
+            stateless: true,
+            ..ServerTarget::rmcp_http(url)
         }
     }
 
@@ -85,6 +110,7 @@ impl ServerTarget {
             endpoint: stdio(exe, &[mcpvisor_demo::DEMO_SERVER_ARG]),
             tool: "echo",
             argument: "text",
+            stateless: false,
         }
     }
 
@@ -97,6 +123,7 @@ impl ServerTarget {
             endpoint: Endpoint::Http { url },
             tool: "echo",
             argument: "text",
+            stateless: false,
         }
     }
 
@@ -109,6 +136,7 @@ impl ServerTarget {
             endpoint: Endpoint::Http { url },
             tool: "echo",
             argument: "text",
+            stateless: false,
         }
     }
 
@@ -124,6 +152,7 @@ impl ServerTarget {
             },
             tool: "echo",
             argument: "message",
+            stateless: false,
         }
     }
 
@@ -135,6 +164,7 @@ impl ServerTarget {
             endpoint: Endpoint::Http { url },
             tool: "echo",
             argument: "message",
+            stateless: false,
         }
     }
 
@@ -146,6 +176,7 @@ impl ServerTarget {
             endpoint: Endpoint::Http { url },
             tool: "echo",
             argument: "message",
+            stateless: false,
         }
     }
 }
