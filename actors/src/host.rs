@@ -162,6 +162,7 @@ impl Host {
         let timeout = options.timeout.unwrap_or(local.request_timeout);
         let arguments = (!arguments.is_null()).then_some(&arguments);
         let lane = &local.lane;
+        lane.tools_accessed();
         if local.task {
             let (flow, answer) = task_call::start(
                 &self.0.runtime,

@@ -96,6 +96,9 @@ pub(crate) trait LaneReport: Send + Sync {
     /// What the host listens for changed (a stateless revision's
     /// `subscriptions/listen` is opened anew).
     fn relisten(&self) {}
+
+    /// A call found the tools list stale: it is read again.
+    fn tools_stale(&self) {}
 }
 
 impl LaneWrite for StdioWriter {
@@ -147,6 +150,13 @@ pub(crate) struct CallLane {
     rounds: Mutex<rounds::Rounds>,
     /// This lane, for the tasks that answer questions and send the next round.
     me: OnceLock<std::sync::Weak<CallLane>>,
+    /// When the lane began: the clock of `tools_fresh_until`.
+    born: Instant,
+    /// Milliseconds after `born` at which the tools list goes stale (a
+    /// stateless revision's `ttlMs`); `u64::MAX`: not before a change notice.
+    tools_fresh_until: std::sync::atomic::AtomicU64,
+    /// Milliseconds after `born` before which a stale list is not read again.
+    tools_recheck_at: std::sync::atomic::AtomicU64,
     /// Counted in [`Vitals::lanes`](crate::Vitals) while the lane lives.
     _live: crate::vitals::Live,
 }
@@ -183,6 +193,9 @@ impl CallLane {
             asker: OnceLock::new(),
             rounds: Mutex::default(),
             me: OnceLock::new(),
+            born: Instant::now(),
+            tools_fresh_until: std::sync::atomic::AtomicU64::new(u64::MAX),
+            tools_recheck_at: std::sync::atomic::AtomicU64::new(0),
             _live: crate::vitals::Live::lane(),
         }
     }

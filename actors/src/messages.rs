@@ -36,6 +36,8 @@ pub(crate) enum ServerMsg {
     RootsChanged,
     /// The host's subscriptions changed: listen anew (a stateless revision).
     Relisten,
+    /// A call found the tools list stale (a stateless revision's `ttlMs`).
+    ToolsStale,
     /// The host answered (or failed to answer) a server's request.
     HostAnswered {
         id: mcpvisor_protocol::wire::jsonrpc::RequestId,

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpvisor_protocol::mcp::caching::CacheHint;
 use mcpvisor_protocol::mcp::messages::{ServerCapabilities, methods};
 use mcpvisor_protocol::mcp::pages::{Page, list_params};
 use mcpvisor_protocol::mcp::prompts::Prompt;
@@ -91,6 +92,19 @@ struct Kept<T> {
 struct Held<T> {
     list: Option<Arc<ServerList<T>>>,
     changes: u64,
+    /// At a stateless revision, when the kept list goes stale (its `ttlMs`);
+    /// `None`: it stays until a change notice.
+    fresh_until: Option<tokio::time::Instant>,
+}
+
+impl<T> Held<T> {
+    /// The list kept, if it is still fresh.
+    fn fresh(&self) -> Option<Arc<ServerList<T>>> {
+        let fresh = self
+            .fresh_until
+            .is_none_or(|until| tokio::time::Instant::now() < until);
+        self.list.clone().filter(|_| fresh)
+    }
 }
 
 impl<T> Default for Kept<T> {
@@ -100,6 +114,7 @@ impl<T> Default for Kept<T> {
             value: parking_lot::Mutex::new(Held {
                 list: None,
                 changes: 0,
+                fresh_until: None,
             }),
         }
     }
@@ -118,21 +133,34 @@ impl<T: DeserializeOwned> Kept<T> {
         method: &'static str,
         key: &'static str,
     ) -> Result<Arc<ServerList<T>>, CallError> {
-        if let Some(kept) = self.value.lock().list.clone() {
+        if let Some(kept) = self.value.lock().fresh() {
             return Ok(kept);
         }
         let _turn = self.gate.lock().await;
         let before = {
             let held = self.value.lock();
-            if let Some(kept) = held.list.clone() {
+            if let Some(kept) = held.fresh() {
                 return Ok(kept);
             }
             held.changes
         };
-        let list = Arc::new(list_all(link, method, key).await?);
+        let (list, hint) = list_all(link, method, key).await?;
+        let list = Arc::new(list);
         let mut held = self.value.lock();
-        if held.changes == before {
-            held.list = Some(list.clone());
+        // At a stateless revision the result says how long it is fresh and
+        // whether it may be shared: a private or stale-at-once list is read
+        // again for each caller, never served to another.
+        let keep = match hint {
+            None => Some(None),
+            Some(hint) if hint.shareable() => Some(Some(tokio::time::Instant::now() + hint.ttl)),
+            Some(_) => None,
+        };
+        match keep {
+            Some(fresh_until) if held.changes == before => {
+                held.list = Some(list.clone());
+                held.fresh_until = fresh_until;
+            }
+            _ => held.list = None,
         }
         Ok(list)
     }
@@ -233,11 +261,14 @@ impl ServerLink {
 }
 
 /// Every page of a listing, within the host's bounds.
+/// At a stateless revision also the list's caching hints, its pages' together.
 async fn list_all<T: DeserializeOwned>(
     link: &ServerLink,
     method: &'static str,
     key: &'static str,
-) -> Result<ServerList<T>, CallError> {
+) -> Result<(ServerList<T>, Option<CacheHint>), CallError> {
+    let stateless = link.revision.is_some_and(|r| r.rules().stateless);
+    let mut hint: Option<CacheHint> = None;
     let mut bounds = ListingBounds::new(link.limits);
     let mut list = ServerList {
         items: Vec::new(),
@@ -246,6 +277,10 @@ async fn list_all<T: DeserializeOwned>(
     let mut cursor: Option<String> = None;
     loop {
         let value = link.ask(method, list_params(cursor.as_deref())).await?;
+        if stateless {
+            let page = CacheHint::of(&value);
+            hint = Some(hint.map_or(page, |h| h.and(page)));
+        }
         let bytes = value.get(key).map_or(0, json_size);
         let page =
             Page::<T>::parse(value, method, key).map_err(|source| CallError::InvalidResult {
@@ -266,7 +301,7 @@ async fn list_all<T: DeserializeOwned>(
         list.rejected.extend(page.rejected);
         match page.next_cursor {
             Some(next) => cursor = Some(next),
-            None => return Ok(list),
+            None => return Ok((list, hint)),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! elicitation forms and answers.
 
 pub mod arguments_check;
+pub mod caching;
 pub mod client_offers;
 pub mod completion;
 pub mod discover;

@@ -22,6 +22,8 @@ import { z } from 'zod';
 const port = Number(process.argv[2] ?? 3210);
 // Set by `announce`: the tool list has one more tool from then on.
 let announced = false;
+// Set by `add_quietly`: one more tool, and no notification says so.
+let quiet = false;
 
 function factory() {
   const server = new McpServer(
@@ -45,6 +47,22 @@ function factory() {
       'announced',
       { description: 'The tool announce added', inputSchema: z.object({}) },
       async () => ({ content: [{ type: 'text', text: 'here' }] }),
+    );
+  }
+  // A change only a client that reads the list again (its ttlMs is 0) sees.
+  server.registerTool(
+    'add_quietly',
+    { description: 'Add a tool and tell no one', inputSchema: z.object({}) },
+    async () => {
+      quiet = true;
+      return { content: [{ type: 'text', text: 'added' }] };
+    },
+  );
+  if (quiet) {
+    server.registerTool(
+      'quiet',
+      { description: 'The tool add_quietly added', inputSchema: z.object({}) },
+      async () => ({ content: [{ type: 'text', text: 'shh' }] }),
     );
   }
   // A resource whose updates go to the streams that subscribed to it.

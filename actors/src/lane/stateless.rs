@@ -10,6 +10,8 @@ use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::wire::jsonrpc::Request;
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::Value;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::{CallLane, InputAsker};
 use crate::error::CallError;
@@ -43,6 +45,40 @@ impl CallLane {
         })
     }
 
+    /// The tools list just read stays fresh for `ttl` (its `ttlMs`).
+    pub(crate) fn tools_fresh_for(&self, ttl: Duration) {
+        let until = self.lane_ms().saturating_add(ttl.as_millis() as u64);
+        self.tools_fresh_until.store(until, Ordering::Relaxed);
+    }
+
+    /// A call is about to use the tools list: when it is stale, the
+    /// connection reads it again (in the background: the call goes on with
+    /// the routes it has), and not again within [`STALE_RECHECK`], so a list
+    /// stale at once (`ttlMs: 0`) is read at most once a second under load.
+    pub(crate) fn tools_accessed(&self) {
+        let until = self.tools_fresh_until.load(Ordering::Relaxed);
+        if until == u64::MAX {
+            return;
+        }
+        let now = self.lane_ms();
+        let recheck = self.tools_recheck_at.load(Ordering::Relaxed);
+        if now < until || now < recheck {
+            return;
+        }
+        let next = now.saturating_add(STALE_RECHECK.as_millis() as u64);
+        if self
+            .tools_recheck_at
+            .compare_exchange(recheck, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.report.tools_stale();
+        }
+    }
+
+    fn lane_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
     /// A request's line, and at a stateless revision its params stamped with
     /// the `_meta` and the headers Streamable HTTP mirrors from them.
     pub(super) fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Line {
@@ -66,6 +102,9 @@ impl CallLane {
         Some(Box::new(RouteHeaders::new(meta.revision(), method, None)))
     }
 }
+
+/// The least time between two re-readings of a stale tools list.
+const STALE_RECHECK: Duration = Duration::from_secs(1);
 
 /// A request's line (ending with its newline) and, at a stateless
 /// revision, the headers Streamable HTTP mirrors from it.

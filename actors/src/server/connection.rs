@@ -57,6 +57,8 @@ pub(crate) enum Pending {
 struct Listing {
     generation: u64,
     initial: bool,
+    /// At a stateless revision, the caching hints of its pages together.
+    hint: Option<mcpvisor_protocol::mcp::caching::CacheHint>,
     tools: Vec<Tool>,
     rejected: Vec<String>,
     bounds: ListingBounds,

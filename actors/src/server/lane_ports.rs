@@ -39,4 +39,8 @@ impl LaneReport for ActorRef<ServerMsg> {
     fn relisten(&self) {
         let _ = self.cast(ServerMsg::Relisten);
     }
+
+    fn tools_stale(&self) {
+        let _ = self.cast(ServerMsg::ToolsStale);
+    }
 }

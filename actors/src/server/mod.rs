@@ -198,6 +198,7 @@ impl Actor for ServerActor {
             ServerMsg::HostAnswered { id, answer } => conn.host_answered(id, answer),
             ServerMsg::RootsChanged => conn.roots_changed(),
             ServerMsg::Relisten => conn.open_listen(),
+            ServerMsg::ToolsStale => conn.tools_stale(&myself),
         }
         Ok(())
     }

@@ -409,3 +409,53 @@ async fn a_subscription_rides_in_the_listen_stream_and_outlives_a_restart() {
     assert!(eventually(Duration::from_secs(10), || listens() == 4).await);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn lists_are_read_again_once_stale() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let count = |method: &str| {
+        logged(&server)
+            .iter()
+            .filter(|r| r["mcp-method"] == method)
+            .count()
+    };
+    // The SDK's lists say `ttlMs: 0`: stale at once, so each is read when needed.
+    let resources = host.resources().await;
+    assert_eq!(resources.entries.len(), 1, "{:?}", resources.failed);
+    host.resources().await;
+    assert_eq!(count("resources/list"), 2, "{}", server.output());
+
+    // A tool added with no notice: the next calls find the list stale and it
+    // is read again (not more than once a second, however many calls).
+    let listed_before = count("tools/list");
+    call(&host, "mcp__ts__add_quietly", json!({}))
+        .await
+        .unwrap();
+    let has = |name: &str| host.tools().iter().any(|t| t.name.to_string() == name);
+    let mut found = false;
+    for _ in 0..40 {
+        call(&host, "mcp__ts__echo", json!({"message": "x"}))
+            .await
+            .unwrap();
+        if has("mcp__ts__quiet") {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(found, "{}", server.output());
+    // However many calls, not more than once a second.
+    for _ in 0..200 {
+        call(&host, "mcp__ts__echo", json!({"message": "x"}))
+            .await
+            .unwrap();
+    }
+    let relisted = count("tools/list") - listed_before;
+    assert!((1..=20).contains(&relisted), "{relisted} re-listings");
+    let shh = call(&host, "mcp__ts__quiet", json!({})).await.unwrap();
+    assert_eq!(shh.text(), "shh");
+    host.shutdown().await;
+}

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcpvisor_protocol::mcp::caching::CacheHint;
 use mcpvisor_protocol::mcp::messages::{ToolsPage, list_tools_params, methods};
 use mcpvisor_protocol::state::listing::{ListingBounds, json_size};
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
@@ -51,6 +52,7 @@ impl Connection {
         self.listing = Some(Listing {
             generation,
             initial,
+            hint: None,
             tools: Vec::new(),
             rejected: Vec::new(),
             bounds: ListingBounds::new(self.ctx.options.listing),
@@ -80,6 +82,10 @@ impl Connection {
         };
         let page = match outcome {
             Ok(v) => {
+                if self.session.request_meta().is_some() {
+                    let page = CacheHint::of(&v);
+                    listing.hint = Some(listing.hint.map_or(page, |h| h.and(page)));
+                }
                 // What the listing keeps: the tools (a cursor is kept as a hash).
                 let bytes = v.get("tools").map_or(0, json_size);
                 ToolsPage::parse(v)
@@ -147,7 +153,23 @@ impl Connection {
         }
     }
 
+    /// A call found the tools list stale (its `ttlMs` ran out): it is read
+    /// again, unless a listing is under way.
+    pub(crate) fn tools_stale(&mut self, myself: &ActorRef<ServerMsg>) {
+        if !self.ready || self.stopping {
+            return;
+        }
+        if self.listing.is_some() {
+            self.relist = true;
+        } else {
+            self.start_listing(myself, false);
+        }
+    }
+
     pub(super) fn report(&mut self, myself: &ActorRef<ServerMsg>, listing: Listing) {
+        if let Some(hint) = listing.hint {
+            self.lane.tools_fresh_for(hint.ttl);
+        }
         if listing.initial {
             // Open before the routes exist, so the first call routed here is taken.
             self.lane.open();
