@@ -25,7 +25,7 @@ use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
 use mcpvisor_protocol::mcp::request_meta::RequestMeta;
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::state::calls::{Answered, CallTable, RequestIds, StartRefused};
-use mcpvisor_protocol::wire::jsonrpc::{ErrorResponse, Response};
+use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response};
 use mcpvisor_protocol::{CallToolResult, Message, QualifiedMcpToolName, RequestId};
 use mcpvisor_transports::{Outbound, StdioWriter, TransportError};
 use parking_lot::Mutex;
@@ -150,6 +150,11 @@ pub(crate) struct CallLane {
     rounds: Mutex<rounds::Rounds>,
     /// This lane, for the tasks that answer questions and send the next round.
     me: OnceLock<std::sync::Weak<CallLane>>,
+    /// Where those tasks run: the host's runtime, taken when the lane is
+    /// bound (never the thread an answer happened to arrive on).
+    runtime: OnceLock<tokio::runtime::Handle>,
+    /// Requests that may wait between rounds at once (the in-flight bound).
+    max_asking: usize,
     /// When the lane began: the clock of `tools_fresh_until`.
     born: Instant,
     /// Milliseconds after `born` at which the tools list goes stale (a
@@ -193,6 +198,8 @@ impl CallLane {
             asker: OnceLock::new(),
             rounds: Mutex::default(),
             me: OnceLock::new(),
+            runtime: OnceLock::new(),
+            max_asking: max_in_flight,
             born: Instant::now(),
             tools_fresh_until: std::sync::atomic::AtomicU64::new(u64::MAX),
             tools_recheck_at: std::sync::atomic::AtomicU64::new(0),
@@ -203,6 +210,17 @@ impl CallLane {
     /// Lets the lane's own tasks (the rounds of a request) reach it.
     pub(crate) fn bind(self: &Arc<Self>) {
         let _ = self.me.set(Arc::downgrade(self));
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let _ = self.runtime.set(handle);
+        }
+    }
+
+    /// Runs a task of the lane's own on the host's runtime.
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        match self.runtime.get() {
+            Some(runtime) => drop(runtime.spawn(task)),
+            None => drop(tokio::spawn(task)),
+        }
     }
 
     /// The host's subscriptions changed: the connection listens anew.
@@ -493,27 +511,57 @@ impl CallLane {
         };
         if let Message::Response(r) = &msg
             && slot.retry.is_some()
-            && matches!(ResultType::of(&r.result), Ok(ResultType::InputRequired))
         {
-            // Another round: the host answers, the request goes again.
-            self.next_round(slot, &r.result);
-            return None;
+            match ResultType::of(&r.result) {
+                // Another round: the host answers, the request goes again.
+                Ok(ResultType::InputRequired) => {
+                    self.next_round(slot, &r.result);
+                    return None;
+                }
+                // The tasks extension: the server runs it as a task, followed here.
+                Ok(ResultType::Task) => {
+                    self.follow_task(slot, &r.result);
+                    return None;
+                }
+                _ => {}
+            }
         }
         self.rounds_ended(&slot);
+        match msg {
+            Message::Response(r) => self.deliver(slot, Ok(r.result)),
+            Message::Error(e) => {
+                // A `-32042` names elicitations whose completion the host may wait for.
+                if let Some(Ok(needed)) = UrlElicitation::required(&e.error) {
+                    let mut asked = self.asked_urls.lock();
+                    for n in needed {
+                        asked.remember(n.elicitation_id);
+                    }
+                }
+                self.deliver(slot, Err(e.error));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Hands the caller of `slot` the answer to its request: a tool call's
+    /// read as a `CallToolResult` (and checked against the tool's
+    /// `outputSchema`), any other request's as sent.
+    fn deliver(&self, slot: Slot, answer: Result<Value, ErrorObject>) {
         let server = self.server.clone();
-        match (slot.reply, msg) {
-            (Reply::Call(tx), Message::Response(r))
-                if let Some(error) = self.incomplete("tools/call", &r.result) =>
+        match (slot.reply, answer) {
+            (Reply::Call(tx), Ok(result))
+                if let Some(error) = self.incomplete("tools/call", &result) =>
             {
                 let _ = tx.send(Err(error));
             }
-            (Reply::Raw(tx), Message::Response(r))
-                if let Some(error) = self.incomplete("request", &r.result) =>
+            (Reply::Raw(tx), Ok(result))
+                if let Some(error) = self.incomplete("request", &result) =>
             {
                 let _ = tx.send(Err(error));
             }
-            (Reply::Call(tx), Message::Response(r)) => {
-                let result = CallToolResult::parse(r.result)
+            (Reply::Call(tx), Ok(result)) => {
+                let result = CallToolResult::parse(result)
                     .map_err(|source| CallError::InvalidResult {
                         server: server.clone(),
                         source,
@@ -534,25 +582,11 @@ impl CallLane {
                     });
                 let _ = tx.send(result);
             }
-            (Reply::Raw(tx), Message::Response(r)) => {
-                let _ = tx.send(Ok(r.result));
+            (Reply::Raw(tx), Ok(result)) => {
+                let _ = tx.send(Ok(result));
             }
-            (reply, Message::Error(e)) => {
-                // A `-32042` names elicitations whose completion the host may wait for.
-                if let Some(Ok(needed)) = UrlElicitation::required(&e.error) {
-                    let mut asked = self.asked_urls.lock();
-                    for n in needed {
-                        asked.remember(n.elicitation_id);
-                    }
-                }
-                reply.fail(CallError::Rpc {
-                    server,
-                    error: e.error,
-                })
-            }
-            _ => {}
+            (reply, Err(error)) => reply.fail(CallError::Rpc { server, error }),
         }
-        None
     }
 
     /// Remembers a URL elicitation the host is asked about.
@@ -693,6 +727,7 @@ impl Drop for CallLane {
 mod deadlines;
 mod rounds;
 mod stateless;
+mod tasks_ext;
 #[cfg(test)]
 pub(crate) mod test_ports;
 #[cfg(test)]

@@ -95,6 +95,9 @@ struct Held<T> {
     /// At a stateless revision, when the kept list goes stale (its `ttlMs`);
     /// `None`: it stays until a change notice.
     fresh_until: Option<tokio::time::Instant>,
+    /// The last list read was not kept (private, or stale at once): the next
+    /// callers read theirs side by side instead of one after another.
+    unshared: bool,
 }
 
 impl<T> Held<T> {
@@ -115,6 +118,7 @@ impl<T> Default for Kept<T> {
                 list: None,
                 changes: 0,
                 fresh_until: None,
+                unshared: false,
             }),
         }
     }
@@ -133,8 +137,25 @@ impl<T: DeserializeOwned> Kept<T> {
         method: &'static str,
         key: &'static str,
     ) -> Result<Arc<ServerList<T>>, CallError> {
-        if let Some(kept) = self.value.lock().fresh() {
-            return Ok(kept);
+        let unshared = {
+            let held = self.value.lock();
+            if let Some(kept) = held.fresh() {
+                return Ok(kept);
+            }
+            held.unshared
+        };
+        if unshared {
+            let (list, hint) = list_all(link, method, key).await?;
+            if hint.is_none_or(|h| !h.shareable()) {
+                return Ok(Arc::new(list));
+            }
+            // Shareable again: kept from now on, as below.
+            let list = Arc::new(list);
+            let mut held = self.value.lock();
+            held.unshared = false;
+            held.list = Some(list.clone());
+            held.fresh_until = hint.map(|h| tokio::time::Instant::now() + h.ttl);
+            return Ok(list);
         }
         let _turn = self.gate.lock().await;
         let before = {
@@ -155,6 +176,7 @@ impl<T: DeserializeOwned> Kept<T> {
             Some(hint) if hint.shareable() => Some(Some(tokio::time::Instant::now() + hint.ttl)),
             Some(_) => None,
         };
+        held.unshared = keep.is_none();
         match keep {
             Some(fresh_until) if held.changes == before => {
                 held.list = Some(list.clone());

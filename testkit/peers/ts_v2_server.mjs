@@ -1,13 +1,16 @@
-// The TypeScript SDK v2 server (@modelcontextprotocol/server 2.4.0) as a
-// strict MCP 2026-07-28 endpoint: `createMcpHandler(factory, { legacy: 'reject' })`
-// refuses `initialize` and answers GET and DELETE with 405. Served on
-// node:http through the handler's web-standard `fetch` face.
+// The TypeScript SDK v2 server (@modelcontextprotocol/server 2.4.0): by
+// default a strict MCP 2026-07-28 endpoint (`createMcpHandler(factory,
+// { legacy: 'reject' })` refuses `initialize` and answers GET and DELETE with
+// 405), or in the SDK's default mode. Served on node:http through the
+// handler's web-standard `fetch` face.
 //
 // Every request's HTTP method and MCP headers (`Mcp-*`, `Mcp-Session-Id`)
 // are logged to stderr as one JSON line, so a test can see what a client put
 // on the wire.
 //
-// Usage: node ts_v2_server.mjs <port>
+// Usage: node ts_v2_server.mjs <port> [reject|stateless]
+// (`stateless`: the SDK's default, which also serves 2025-era requests, each
+// statelessly, beside 2026-07-28 ones).
 
 import http from 'node:http';
 
@@ -20,6 +23,7 @@ import {
 import { z } from 'zod';
 
 const port = Number(process.argv[2] ?? 3210);
+const legacy = process.argv[3] === 'stateless' ? 'stateless' : 'reject';
 // Set by `announce`: the tool list has one more tool from then on.
 let announced = false;
 // Set by `add_quietly`: one more tool, and no notification says so.
@@ -145,7 +149,7 @@ function factory() {
   return server;
 }
 
-const handler = createMcpHandler(factory, { legacy: 'reject' });
+const handler = createMcpHandler(factory, { legacy });
 
 http
   .createServer(async (req, res) => {

@@ -191,6 +191,16 @@ impl PeerServer {
     /// (`peers/ts_v2_server.mjs`: `createMcpHandler` with `legacy: 'reject'`),
     /// which logs each request's MCP headers.
     pub fn ts_v2() -> PeerServer {
+        PeerServer::ts_v2_in("reject")
+    }
+
+    /// The TypeScript SDK v2 server in its default mode (`legacy:
+    /// 'stateless'`: 2025-era requests are served too, each statelessly).
+    pub fn ts_v2_default() -> PeerServer {
+        PeerServer::ts_v2_in("stateless")
+    }
+
+    fn ts_v2_in(legacy: &str) -> PeerServer {
         let port = free_port();
         let script = peers_dir().join("ts_v2_server.mjs");
         assert!(
@@ -200,7 +210,7 @@ impl PeerServer {
             "the TypeScript SDK v2 server is missing: run `bash scripts/peers.sh`"
         );
         let mut cmd = Command::new("node");
-        cmd.arg(script).arg(port.to_string());
+        cmd.arg(script).arg(port.to_string()).arg(legacy);
         PeerServer::start(cmd, port)
     }
 

@@ -39,6 +39,7 @@ impl CallLane {
     pub(super) fn expire_due(&self) {
         let due = self.calls.lock().expire(Instant::now());
         for (id, slot) in due {
+            self.rounds_ended(&slot);
             slot.reply.fail(CallError::Timeout {
                 server: self.server.clone(),
                 after: slot.after,

@@ -35,11 +35,18 @@ pub(crate) struct InputAsker {
     pub(crate) offered: ClientCapabilities,
     /// How long the host may take over one question.
     pub(crate) timeout: Duration,
+    /// The questions the host may be answering at once for this connection
+    /// (`max_host_requests`, as for a dated revision's server requests).
+    pub(crate) permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl InputAsker {
     /// The answer to one question, or why there is none.
-    async fn answer(&self, server: &Arc<str>, request: InputRequest) -> Result<Value, ErrorObject> {
+    pub(super) async fn answer(
+        &self,
+        server: &Arc<str>,
+        request: InputRequest,
+    ) -> Result<Value, ErrorObject> {
         if request.method == METHOD_ROOTS {
             let roots = self.roots.read().clone();
             return match roots {
@@ -54,6 +61,12 @@ impl InputAsker {
             return Err(host_requests::error(
                 error_codes::METHOD_NOT_FOUND,
                 format!("{} was not offered", request.method),
+            ));
+        };
+        let Ok(_permit) = self.permits.try_acquire() else {
+            return Err(host_requests::error(
+                -32000,
+                "the host is answering as many questions of this server as it takes; try again later",
             ));
         };
         let ask = HostAsk::read(server.clone(), request.method, request.params, self.offered)?;
@@ -85,11 +98,13 @@ pub(super) struct Retry {
     /// The `Mcp-Param-*` headers of a `tools/call` (its arguments do not change).
     mirrored: Vec<(String, String)>,
     /// The id the caller was given, which cancels every round.
-    origin: i64,
+    pub(super) origin: i64,
     /// Rounds answered so far.
     round: usize,
     /// When the whole request is due.
-    deadline: Instant,
+    pub(super) deadline: Instant,
+    /// The request's timeout, for the error that reports it.
+    pub(super) timeout: Duration,
 }
 
 impl Retry {
@@ -112,6 +127,7 @@ impl Retry {
             origin,
             round: 0,
             deadline: Instant::now() + timeout,
+            timeout,
         }))
     }
 }
@@ -215,11 +231,28 @@ impl CallLane {
             }
         };
         retry.round += 1;
-        let origin = retry.origin;
+        let (origin, deadline, timeout) = (retry.origin, retry.deadline, retry.timeout);
         let (stop, stopped) = oneshot::channel();
-        self.rounds.lock().insert(origin, Round::Asking(stop));
+        {
+            // Requests between rounds count against the lane's bound, as
+            // they would in its table.
+            let mut rounds = self.rounds.lock();
+            let asking = rounds
+                .values()
+                .filter(|r| matches!(r, Round::Asking(_)))
+                .count();
+            if asking >= self.max_asking {
+                drop(rounds);
+                let error = CallError::Overloaded {
+                    server: self.server.clone(),
+                    limit: self.max_asking,
+                };
+                return Err((slot, error));
+            }
+            rounds.insert(origin, Round::Asking(stop));
+        }
         let asker = asker.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             let server = me.server.clone();
             let answers = async {
                 let mut answers = Map::new();
@@ -236,6 +269,13 @@ impl CallLane {
             };
             let answers = tokio::select! {
                 answers = answers => answers,
+                // The rounds share one deadline: the host's time counts, and a
+                // request past it is not sent again (its connection goes on).
+                _ = tokio::time::sleep_until(deadline) => {
+                    me.rounds.lock().remove(&origin);
+                    slot.reply.fail(CallError::Timeout { server, after: timeout });
+                    return;
+                }
                 stop = stopped => {
                     // Told to stop: cancelled; the sender dropped: the lane closed.
                     slot.reply.fail(match stop {
@@ -269,7 +309,8 @@ impl CallLane {
         };
         retry.params = asked.retry_params(&retry.params, answers);
         let origin = retry.origin;
-        // The rounds share one deadline: what the host took is not given back.
+        // The rounds share one deadline: what the host took is not given back
+        // (the asking phase ends at the deadline, so some time is left).
         slot.after = retry
             .deadline
             .saturating_duration_since(Instant::now())

@@ -35,7 +35,7 @@ impl CallLane {
                 "resultType input_required on a request that cannot ask (only tools/call, resources/read and prompts/get may)".to_string()
             }
             Ok(ResultType::Task) => {
-                "resultType task (the tasks extension), which this client does not take yet".to_string()
+                "resultType task on a request that is not followed as a task (only tools/call, resources/read and prompts/get are)".to_string()
             }
             Err(e) => e.to_string(),
         };

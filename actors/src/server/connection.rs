@@ -370,6 +370,9 @@ impl Connection {
                         meta.revision(),
                     ),
                     timeout: self.ctx.options.host_request_timeout,
+                    permits: Arc::new(tokio::sync::Semaphore::new(
+                        self.ctx.options.max_host_requests,
+                    )),
                 };
                 self.lane.go_stateless(meta.clone(), asker);
             }

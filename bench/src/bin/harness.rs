@@ -33,7 +33,7 @@ use mcpvisor_bench::report::gateway::GatewayReport;
 use mcpvisor_bench::report::machine::{Machine, Versions};
 use mcpvisor_bench::report::soak::SoakReport;
 use mcpvisor_bench::servers::rmcp_http::{self, RMCP_HTTP_ARG};
-use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo};
+use mcpvisor_bench::servers::{Peers, RMCP_ECHO_ARG, rmcp_echo, rmcp_tasks};
 use mcpvisor_bench::soak::{self, SoakPlan};
 
 /// Measures mcpvisor against rmcp and the raw floor and writes the report.
@@ -102,6 +102,7 @@ fn main() -> anyhow::Result<()> {
     match argv.get(1).map(String::as_str) {
         Some(RMCP_ECHO_ARG) => rmcp_echo::serve_stdio(&argv[2..]),
         Some(RMCP_HTTP_ARG) => rmcp_http::serve(&argv[2..]),
+        Some(rmcp_tasks::RMCP_TASKS_ARG) => rmcp_tasks::serve_stdio(),
         Some(memory::PROBE_ARG) => return probe(&argv[2..]),
         Some(curve::PROBE_ARG) => return probe_curve(&argv[2..]),
         Some(profile::PROFILE_ARG) => return profile_calls(&argv[2..]),

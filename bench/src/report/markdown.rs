@@ -102,7 +102,10 @@ pub fn render(report: &Report) -> String {
 const CLIENTS: &str = "\
 Clients: **mcpvisor** through its public API (`Host::start`, `Host::call`: the route table, \
 the connection's call lane and its transport, under the supervisor and server actor); **rmcp** 3.11.0 with its child-process transport and its \
-default Streamable HTTP client, at protocol version 2025-03-26 like mcpvisor; the **floor**: for \
+default Streamable HTTP client, at protocol version 2025-03-26 like mcpvisor (for the servers \
+marked *at MCP 2026-07-28*, both reach the server with no handshake: rmcp with its `server/discover` \
+lifecycle and no fallback, mcpvisor with `protocol_versions` of that revision alone; the floors, which \
+speak no revision, are not run there); the **floor**: for \
 stdio, one JSON-RPC line through a pipe to `cat` and back with blocking reads and writes on one \
 thread (no MCP, no JSON parsing, no runtime: the physical floor); for HTTP, a kept-alive reqwest client posting a preformatted `tools/call` to \
 the same server and reading the answer whole. The **tokio floor** (stdio only) is the same \

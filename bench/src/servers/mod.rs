@@ -10,6 +10,7 @@ pub mod http;
 pub mod open_streams;
 pub mod rmcp_echo;
 pub mod rmcp_http;
+pub mod rmcp_tasks;
 
 use std::path::{Path, PathBuf};
 

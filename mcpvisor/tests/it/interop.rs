@@ -126,6 +126,7 @@ async fn python_sdk(host: &Host, events: &mut Events) {
             "mcp__py__add_prompt",
             "mcp__py__announce",
             "mcp__py__confirm_delete",
+            "mcp__py__confirm_round",
             "mcp__py__connect_account",
             "mcp__py__echo",
             "mcp__py__needs_connection"

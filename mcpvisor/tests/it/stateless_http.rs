@@ -459,3 +459,31 @@ async fn lists_are_read_again_once_stale() {
     assert_eq!(shh.text(), "shh");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_sdk_default_mode_serves_both_eras() {
+    let server = PeerServer::ts_v2_default();
+    let spec = || ServerSpec::http("ts", mcpvisor::HttpSpec::new(server.url.clone()));
+    // By default: initialize at 2025-03-26, which this mode still serves.
+    let host = start(spec(), None).await;
+    let mut events = Box::pin(host.events());
+    let HostEvent::ServerReady { protocol, .. } = next_ready(&mut events).await else {
+        unreachable!()
+    };
+    assert_eq!(protocol.as_deref(), Some("2025-03-26"));
+    let echoed = call(&host, "mcp__ts__echo", json!({"message": "old"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "echo: old");
+    host.shutdown().await;
+    // 2026-07-28 first: probed for and used, with its question rounds.
+    let versions = Versions::parse(&[MODERN, "2025-03-26"]).unwrap();
+    let host = start(spec(), Some(versions)).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let done = call(&host, "mcp__ts__confirm_delete", json!({"path": "/tmp/d"}))
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "deleted /tmp/d");
+    host.shutdown().await;
+}

@@ -12,6 +12,10 @@ use super::route_headers::encode_value;
 
 /// The annotation's key.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
+/// The longest header name part taken (a server's; longer is refused).
+const MAX_NAME_BYTES: usize = 256;
+/// The most of a server's text an error repeats.
+const SHOWN: usize = 80;
 /// The largest integer a header may carry (JavaScript's safe range).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// How deep a schema is searched for annotations: deeper than any real
@@ -106,7 +110,7 @@ impl ParamHeaders {
         for m in &found {
             if !seen.insert(m.header.to_ascii_lowercase()) {
                 return Err(ParamHeaderError::Duplicate {
-                    name: m.header.clone(),
+                    name: shown(&m.header),
                 });
             }
         }
@@ -247,7 +251,7 @@ fn annotation(
         Some(s) if !s.is_empty() => s,
         _ => return Err(ParamHeaderError::Empty { at }),
     };
-    if !header.bytes().all(is_tchar) {
+    if header.len() > MAX_NAME_BYTES || !header.bytes().all(is_tchar) {
         return Err(ParamHeaderError::NotToken { at });
     }
     let kind = match schema.get("type") {
@@ -269,7 +273,7 @@ fn annotation(
     let Some(kind) = kind else {
         let found = schema
             .get("type")
-            .map_or_else(|| "(none)".to_string(), Value::to_string);
+            .map_or_else(|| "(none)".to_string(), |t| shown(&t.to_string()));
         return Err(ParamHeaderError::Type { at, found });
     };
     Ok(Mirrored {
@@ -294,7 +298,15 @@ fn is_tchar(b: u8) -> bool {
 }
 
 fn where_(path: &[String]) -> String {
-    format!("properties.{}", path.join(".properties."))
+    shown(&format!("properties.{}", path.join(".properties.")))
+}
+
+/// A server's text, shortened for an error.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::client_offers::ClientCapabilities;
 use super::revision::Revision;
+use super::tasks::TASKS_EXTENSION;
 
 /// `_meta` key: the request's revision.
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
@@ -35,9 +36,22 @@ impl RequestMeta {
         name: &str,
         version: &str,
     ) -> RequestMeta {
+        let mut capabilities = capabilities.to_value_at(revision);
+        if revision.rules().stateless
+            && let Value::Object(map) = &mut capabilities
+        {
+            // A task the server makes of a request is followed (the lane's
+            // tasks extension), so every request says it may be one.
+            let extensions = map
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(extensions) = extensions {
+                extensions.insert(TASKS_EXTENSION.into(), json!({}));
+            }
+        }
         RequestMeta {
             revision,
-            capabilities: capabilities.to_value_at(revision),
+            capabilities,
             client_info: json!({"name": name, "version": version}),
             log_level: None,
         }

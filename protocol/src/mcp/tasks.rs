@@ -1,6 +1,9 @@
 //! Tasks (protocol 2025-11-25): a `tools/call` the server runs as a task
 //! answers at once with the task's id; the client polls `tasks/get` until the
 //! task ends (or needs input), then reads its result with `tasks/result`.
+//! At 2026-07-28 tasks are an extension ([`TASKS_EXTENSION`]): the task's
+//! fields come at the top level of the answer, `tasks/get` carries the result
+//! itself, and input goes back with `tasks/update`.
 
 use serde_json::{Map, Value, json};
 
@@ -12,6 +15,9 @@ pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_RESULT: &str = "tasks/result";
 /// `tasks/cancel`.
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+
+/// The tasks extension of MCP 2026-07-28, as clients and servers declare it.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// Longest task id kept (ids are the server's; a longer one is malformed).
 pub const MAX_TASK_ID: usize = 1024;

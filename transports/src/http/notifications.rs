@@ -25,7 +25,8 @@ use super::backoff::{HEALTHY_FOR, StreamBackoff};
 use super::body::{Kind, kind, pump_sse};
 use super::streams::StreamRuntime;
 use super::{Shared, StreamOpen};
-use crate::event::TransportSink;
+use crate::event::{TransportEvent, TransportSink};
+use mcpvisor_protocol::{Incoming, Message};
 
 /// How the stream is opened.
 pub(crate) enum Opening {
@@ -119,7 +120,11 @@ async fn listen<S: TransportSink>(
             match opening {
                 Opening::Get => stream_once(shared, &client, &*sink, &mut parser).await,
                 Opening::Listen { body, route, id } => {
-                    listen_once(shared, &client, &*sink, body, route, id).await
+                    let only = OnlyListen {
+                        sink: sink.clone(),
+                        id: id.clone(),
+                    };
+                    listen_once(shared, &client, &only, body, route, id).await
                 }
             }
         };
@@ -212,6 +217,10 @@ async fn listen_once<S: TransportSink>(
     match resp.status() {
         StatusCode::OK => {}
         StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_FOUND => return Outcome::Unsupported,
+        // Passing refusals (a proxy's timeout, a rate limit): again, later.
+        StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS => {
+            return Outcome::Retry { healthy: false };
+        }
         status if status.is_client_error() => {
             // A JSON-RPC refusal is the request's answer; either way, not again.
             let _ = super::stateless::refused(sink, resp, id).await;
@@ -245,5 +254,49 @@ async fn listen_once<S: TransportSink>(
                 healthy: opened_at.elapsed() >= HEALTHY_FOR,
             }
         }
+    }
+}
+
+/// What a listen stream may carry: notifications, and the listen's own
+/// answer. Anything else (an answer to another request) is dropped, so the
+/// stream cannot complete a call, and nothing the host does for one runs on
+/// the streams' thread.
+struct OnlyListen<S> {
+    sink: Arc<S>,
+    id: RequestId,
+}
+
+impl<S: TransportSink> OnlyListen<S> {
+    fn carries(&self, message: &Message) -> bool {
+        match message {
+            Message::Notification(_) => true,
+            Message::Response(r) => r.id == self.id,
+            Message::Error(e) => e.id.as_ref() == Some(&self.id),
+            Message::Request(_) => false,
+        }
+    }
+}
+
+impl<S: TransportSink> TransportSink for OnlyListen<S> {
+    async fn deliver(&self, event: TransportEvent) -> bool {
+        let event = match event {
+            TransportEvent::Message(Incoming::Single(m)) if !self.carries(&m) => {
+                tracing::debug!("dropped a message that is not the listen stream's");
+                return true;
+            }
+            TransportEvent::Message(Incoming::Batch(items)) => {
+                let kept: Vec<_> = items
+                    .into_iter()
+                    .filter(|i| i.as_ref().is_ok_and(|m| self.carries(m)))
+                    .collect();
+                if kept.is_empty() {
+                    return true;
+                }
+                TransportEvent::Message(Incoming::Batch(kept))
+            }
+            TransportEvent::UnreadableAnswer { id, .. } if id != self.id => return true,
+            other => other,
+        };
+        self.sink.deliver(event).await
     }
 }

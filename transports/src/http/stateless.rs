@@ -41,11 +41,14 @@ pub(crate) fn route_headers(route: &RouteHeaders) -> Result<HeaderMap, Transport
     );
     map.insert(METHOD_HEADER, value(&route.method, "Mcp-Method")?);
     if let Some(name) = &route.name {
-        map.insert(NAME_HEADER, value(name, "Mcp-Name")?);
+        // A resource URI may hold a credential in its query.
+        let mut name = value(name, "Mcp-Name")?;
+        name.set_sensitive(true);
+        map.insert(NAME_HEADER, name);
     }
     for (name, text) in &route.params {
         let header = HeaderName::from_bytes(format!("{PARAM_HEADER_PREFIX}{name}").as_bytes())
-            .map_err(|_| TransportError::Http(format!("Mcp-Param-{name} is not a header name")))?;
+            .map_err(|_| TransportError::Http("an Mcp-Param header name cannot be sent".into()))?;
         let mut text = value(text, "Mcp-Param")?;
         // What a caller passed: kept out of header tables and debug output.
         text.set_sensitive(true);

@@ -1,0 +1,182 @@
+//! An rmcp 3.11 server of the tasks extension (MCP 2026-07-28,
+//! `io.modelcontextprotocol/tasks`) on stdio, on rmcp's own task runtime
+//! ([`TaskManager`]): to a client that declares the extension, `slow_echo`
+//! answers with a task that completes after `ms`, and `ask_name` with one
+//! that asks for a name (`input_required`, answered with `tasks/update`)
+//! before it completes; `tasks/get`, `tasks/update` and `tasks/cancel` are
+//! rmcp's. A client that does not declare it gets plain results.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, GetTaskParams, GetTaskResult, InputRequest, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// The argument that makes the harness binary this server.
+pub const RMCP_TASKS_ARG: &str = "rmcp-tasks-server";
+
+/// The server: rmcp's task runtime and two tools.
+#[derive(Clone, Default)]
+pub struct TaskServer {
+    tasks: TaskManager,
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::default(),
+    }
+}
+
+fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s.into())])
+}
+
+impl ServerHandler for TaskServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                "slow_echo",
+                "Echo the text after `ms` milliseconds, as a task",
+                schema(json!({"type": "object",
+                    "properties": {"text": {"type": "string"}, "ms": {"type": "integer"}},
+                    "required": ["text"]})),
+            ),
+            Tool::new(
+                "ask_name",
+                "Ask for a name, as a task, then greet it",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let as_task = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        let arguments = request.arguments.unwrap_or_default();
+        let options = TaskOptions::new().with_poll_interval_ms(50);
+        match &*request.name {
+            "slow_echo" => {
+                let said = arguments
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let ms = arguments.get("ms").and_then(Value::as_u64).unwrap_or(200);
+                if !as_task {
+                    return Ok(text(said).into());
+                }
+                let task = self.tasks.spawn(options, move |_ctx| {
+                    Box::pin(async move {
+                        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                        Ok(text(said))
+                    })
+                });
+                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+            }
+            "ask_name" if as_task => {
+                let task = self.tasks.spawn(options, |ctx| {
+                    Box::pin(async move {
+                        let question: InputRequest = serde_json::from_value(json!({
+                            "method": "elicitation/create",
+                            "params": {
+                                "message": "What is your name?",
+                                "requestedSchema": {"type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                    "required": ["name"]}
+                            }
+                        }))
+                        .map_err(|e| {
+                            TaskExit::Error(ErrorData::internal_error(e.to_string(), None))
+                        })?;
+                        let answer = ctx.request_input("name", question).await?;
+                        let name = answer
+                            .pointer("/content/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("nobody")
+                            .to_string();
+                        Ok(text(format!("hello {name}")))
+                    })
+                });
+                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+            }
+            "ask_name" => Ok(text("ask_name runs as a task only").into()),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
+    }
+}
+
+/// Serves [`TaskServer`] on stdin/stdout until stdin closes, then exits.
+pub fn serve_stdio() -> ! {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let code = match runtime {
+        Ok(rt) => {
+            let served = rt.block_on(async {
+                let service = TaskServer::default()
+                    .serve(rmcp::transport::stdio())
+                    .await?;
+                service.waiting().await?;
+                anyhow::Ok(())
+            });
+            i32::from(served.is_err())
+        }
+        Err(_) => 1,
+    };
+    std::process::exit(code)
+}
