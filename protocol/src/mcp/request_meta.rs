@@ -116,7 +116,11 @@ mod tests {
         let stamped = meta.stamp(None);
         let m = &stamped["_meta"];
         assert_eq!(m[PROTOCOL_VERSION_KEY], "2026-07-28");
-        assert_eq!(m[CLIENT_CAPABILITIES_KEY], json!({"elicitation": {}}));
+        // What the host answers, and the tasks extension, which the lane follows.
+        assert_eq!(
+            m[CLIENT_CAPABILITIES_KEY],
+            json!({"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}})
+        );
         assert_eq!(
             m[CLIENT_INFO_KEY],
             json!({"name": "mcpvisor", "version": "0.1.0"})
@@ -133,11 +137,11 @@ mod tests {
         assert_eq!(stamped["_meta"][LOG_LEVEL_KEY], "warning");
         assert_eq!(stamped["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
 
-        // No capabilities is an empty object, never absent.
+        // No capabilities is an object all the same (the extension alone), never absent.
         let bare = RequestMeta::new(Revision::V2026_07_28, Default::default(), "c", "1");
         assert_eq!(
             bare.stamp(Some(json!({"_meta": "not an object"})))["_meta"][CLIENT_CAPABILITIES_KEY],
-            json!({})
+            json!({"extensions": {TASKS_EXTENSION: {}}})
         );
     }
 }
