@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use mcpvisor_protocol::mcp::logging::LogLevel;
 use mcpvisor_protocol::mcp::messages::call_tool_line;
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
 use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
@@ -144,6 +145,9 @@ pub(crate) struct CallLane {
     /// What each request carries once the server is reached at a stateless
     /// revision (set once, before the lane opens).
     meta: OnceLock<RequestMeta>,
+    /// The level of the log messages asked for with each request at a
+    /// stateless revision (`Host::set_log_level`; none: no messages).
+    log_level: Mutex<Option<LogLevel>>,
     /// Who answers the server's questions (set with `meta`).
     asker: OnceLock<Arc<rounds::InputAsker>>,
     /// Requests past their first round, by the id their caller was given.
@@ -195,6 +199,7 @@ impl CallLane {
             watched: Mutex::new(std::collections::HashMap::new()),
             asked_urls: Mutex::default(),
             meta: OnceLock::new(),
+            log_level: Mutex::new(None),
             asker: OnceLock::new(),
             rounds: Mutex::default(),
             me: OnceLock::new(),

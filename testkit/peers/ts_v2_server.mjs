@@ -4,9 +4,9 @@
 // 405), or in the SDK's default mode. Served on node:http through the
 // handler's web-standard `fetch` face.
 //
-// Every request's HTTP method and MCP headers (`Mcp-*`, `Mcp-Session-Id`)
-// are logged to stderr as one JSON line, so a test can see what a client put
-// on the wire.
+// Every request's HTTP method and MCP headers (`Mcp-*`, `Mcp-Session-Id`),
+// and the log level its body's `_meta` asks for, are logged to stderr as one
+// JSON line, so a test can see what a client put on the wire.
 //
 // Usage: node ts_v2_server.mjs <port> [reject|stateless]
 // (`stateless`: the SDK's default, which also serves 2025-era requests, each
@@ -162,6 +162,14 @@ http
     const seen = { http: req.method };
     for (const [name, value] of headers) {
       if (name.startsWith('mcp-') || name === 'mcp-session-id') seen[name] = value;
+    }
+    try {
+      const level = JSON.parse(Buffer.concat(chunks).toString())?.params?._meta?.[
+        'io.modelcontextprotocol/logLevel'
+      ];
+      if (level !== undefined) seen.logLevel = level;
+    } catch {
+      // Not JSON: the SDK answers it.
     }
     console.error(JSON.stringify(seen));
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';

@@ -334,6 +334,13 @@ impl Host {
             }
             Err(e) => return Err(e),
         };
+        if link.lane.is_stateless() {
+            // MCP 2026-07-28: the level rides in each request from now on
+            // (and in a new connection's, from the restart replay).
+            self.0.restart_replay.set_level(&link.name, level);
+            link.lane.set_log_level(level);
+            return Ok(());
+        }
         link.require(link.offers.logging, "logging")?;
         self.0.restart_replay.set_level(&link.name, level);
         link.ask(methods::SET_LOG_LEVEL, Some(level.params()))

@@ -3,8 +3,9 @@
 //! round of questions (see `rounds`) fails typed, and what the revision
 //! removed is refused before it is sent.
 
+use mcpvisor_protocol::mcp::logging::LogLevel;
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
-use mcpvisor_protocol::mcp::request_meta::RequestMeta;
+use mcpvisor_protocol::mcp::request_meta::{LOG_LEVEL_KEY, RequestMeta};
 use mcpvisor_protocol::mcp::result_type::ResultType;
 use mcpvisor_protocol::mcp::route_headers::RouteHeaders;
 use mcpvisor_protocol::wire::jsonrpc::Request;
@@ -43,6 +44,12 @@ impl CallLane {
             server: self.server.clone(),
             source: ResultError { what, detail },
         })
+    }
+
+    /// At a stateless revision the log level rides in each request's `_meta`
+    /// (there is no `logging/setLevel`): from now on, this one.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        *self.log_level.lock() = Some(level);
     }
 
     /// The tools list just read stays fresh for `ttl` (its `ttlMs`).
@@ -85,7 +92,13 @@ impl CallLane {
         let (params, route) = match self.meta.get() {
             Some(meta) => {
                 let route = RouteHeaders::new(meta.revision(), method, params.as_ref());
-                (Some(meta.stamp(params)), Some(Box::new(route)))
+                let mut stamped = meta.stamp(params);
+                if let Some(level) = *self.log_level.lock()
+                    && let Some(meta) = stamped.get_mut("_meta").and_then(Value::as_object_mut)
+                {
+                    meta.insert(LOG_LEVEL_KEY.into(), Value::from(level.as_str()));
+                }
+                (Some(stamped), Some(Box::new(route)))
             }
             None => (params, None),
         };

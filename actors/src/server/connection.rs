@@ -375,6 +375,9 @@ impl Connection {
                     )),
                 };
                 self.lane.go_stateless(meta.clone(), asker);
+                if let Some(level) = self.ctx.restart_replay.level(&self.name) {
+                    self.lane.set_log_level(level);
+                }
             }
         }
         if let (SessionEvent::Ready(_), Some(revision)) = (&handled.event, self.session.revision())

@@ -487,3 +487,40 @@ async fn the_sdk_default_mode_serves_both_eras() {
     assert_eq!(done.text(), "deleted /tmp/d");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_log_level_rides_in_each_request_and_in_the_next_connection() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let levels = || {
+        logged(&server)
+            .iter()
+            .filter(|r| r["mcp-name"] == "echo")
+            .map(|r| r.get("logLevel").cloned().unwrap_or(Value::Null))
+            .collect::<Vec<_>>()
+    };
+    call(&host, "mcp__ts__echo", json!({"message": "a"}))
+        .await
+        .unwrap();
+    host.set_log_level("ts", mcpvisor::LogLevel::Warning)
+        .await
+        .unwrap();
+    call(&host, "mcp__ts__echo", json!({"message": "b"}))
+        .await
+        .unwrap();
+    assert_eq!(levels(), vec![Value::Null, json!("warning")]);
+    host.restart("ts").await.unwrap();
+    ready_stateless(&host, &mut events).await;
+    call(&host, "mcp__ts__echo", json!({"message": "c"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        levels().last(),
+        Some(&json!("warning")),
+        "{}",
+        server.output()
+    );
+    host.shutdown().await;
+}
