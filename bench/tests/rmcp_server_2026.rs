@@ -104,7 +104,7 @@ fn nix_kill(pid: u32) {
     assert!(status.success());
 }
 
-/// A person whose name is Ada.
+/// A person whose name is Ada, and who confirms.
 struct Ada;
 
 impl mcpvisor::ClientHandler for Ada {
@@ -117,10 +117,19 @@ impl mcpvisor::ClientHandler for Ada {
 
     fn elicit(
         &self,
-        _request: mcpvisor::FormRequest,
+        request: mcpvisor::FormRequest,
     ) -> mcpvisor::HostAnswer<mcpvisor::ElicitAnswer> {
+        // Each form as it asks: a name, or a confirmation.
+        let confirm = request
+            .params()
+            .pointer("/requestedSchema/properties/confirm")
+            .is_some();
+        let content = match confirm {
+            true => json!({"confirm": true}),
+            false => json!({"name": "Ada"}),
+        };
         let answer =
-            mcpvisor::ElicitAnswer::parse(&json!({"action": "accept", "content": {"name": "Ada"}}))
+            mcpvisor::ElicitAnswer::parse(&json!({"action": "accept", "content": content}))
                 .expect("an answer");
         Box::pin(async move { Ok(answer) })
     }
@@ -203,5 +212,64 @@ async fn a_task_past_its_deadline_or_cancelled_ends_alone() {
         .await
         .unwrap();
     assert_eq!(done.text(), "still");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn its_questions_list_changes_and_timeouts_at_2026_07_28() {
+    let host = tasks_host().await;
+    let mut events = Box::pin(host.events_from_now());
+    // A round of questions (input_required), answered by the host.
+    let done = host
+        .call("mcp__rmcp__confirm", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "confirmed");
+    // A list change on subscriptions/listen.
+    host.call("mcp__rmcp__grow", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    let has = || {
+        host.tools()
+            .iter()
+            .any(|t| t.name.to_string() == "mcp__rmcp__grown")
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !has() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(has(), "no list change came");
+    // A plain call past its timeout restarts the connection, reached again.
+    let pid = host.servers()[0].pid;
+    let slow = host.call(
+        "mcp__rmcp__sleep",
+        json!({"ms": 5000}),
+        CallOptions::default().timeout(Duration::from_millis(300)),
+    );
+    assert!(matches!(
+        slow.await,
+        Err(mcpvisor::CallError::Timeout { .. })
+    ));
+    loop {
+        use futures::StreamExt;
+        match tokio::time::timeout(Duration::from_secs(20), events.next()).await {
+            Ok(Some(HostEvent::ServerReady { protocol, .. })) => {
+                assert_eq!(protocol.as_deref(), Some("2026-07-28"));
+                break;
+            }
+            Ok(Some(_)) => {}
+            other => panic!("no restart: {other:?}"),
+        }
+    }
+    assert_ne!(host.servers()[0].pid, pid);
+    let done = host
+        .call(
+            "mcp__rmcp__slow_echo",
+            json!({"text": "after", "ms": 10}),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "after");
     host.shutdown().await;
 }

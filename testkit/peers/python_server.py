@@ -32,6 +32,13 @@ def echo(message: str) -> str:
 
 
 @server.tool()
+async def sleep(ms: int) -> str:
+    """Answer after `ms` milliseconds (for deadlines)."""
+    await anyio.sleep(ms / 1000)
+    return f"slept {ms}"
+
+
+@server.tool()
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

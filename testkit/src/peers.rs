@@ -201,7 +201,12 @@ impl PeerServer {
     }
 
     fn ts_v2_in(legacy: &str) -> PeerServer {
-        let port = free_port();
+        PeerServer::ts_v2_at(free_port(), legacy)
+    }
+
+    /// The TypeScript SDK v2 server on `port` (to bring one back where it
+    /// was), `legacy` being `reject` or `stateless`.
+    pub fn ts_v2_at(port: u16, legacy: &str) -> PeerServer {
         let script = peers_dir().join("ts_v2_server.mjs");
         assert!(
             peers_dir()
@@ -217,7 +222,11 @@ impl PeerServer {
     /// The Python SDK server in its stateless HTTP mode (`stateless_http`:
     /// no session ids, JSON answers).
     pub fn python_stateless() -> PeerServer {
-        let port = free_port();
+        PeerServer::python_stateless_at(free_port())
+    }
+
+    /// [`PeerServer::python_stateless`] on `port` (to bring one back where it was).
+    pub fn python_stateless_at(port: u16) -> PeerServer {
         let mut cmd = Command::new(python());
         cmd.arg(peers_dir().join("python_server.py"))
             .arg("http-stateless")
@@ -279,6 +288,18 @@ impl PeerServer {
     /// Everything the server printed so far.
     pub fn output(&self) -> String {
         self.output.lock().unwrap().clone()
+    }
+}
+
+impl PeerServer {
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
     }
 }
 

@@ -1,17 +1,20 @@
-//! An rmcp 3.11 server of the tasks extension (MCP 2026-07-28,
-//! `io.modelcontextprotocol/tasks`) on stdio, on rmcp's own task runtime
-//! ([`TaskManager`]): to a client that declares the extension, `slow_echo`
-//! answers with a task that completes after `ms`, and `ask_name` with one
-//! that asks for a name (`input_required`, answered with `tasks/update`)
-//! before it completes; `tasks/get`, `tasks/update` and `tasks/cancel` are
-//! rmcp's. A client that does not declare it gets plain results.
+//! An rmcp 3.11 server of what MCP 2026-07-28 adds, on stdio: the tasks
+//! extension (`io.modelcontextprotocol/tasks`) on rmcp's own task runtime
+//! ([`TaskManager`]) — to a client that declares it, `slow_echo` answers with
+//! a task that completes after `ms`, and `ask_name` with one that asks for a
+//! name (`input_required`, answered with `tasks/update`); `tasks/get`,
+//! `tasks/update` and `tasks/cancel` are rmcp's — and, outside tasks,
+//! `confirm` (a round of questions: `input_required` until the retry brings
+//! the answer and the state back), `sleep` (a plain answer after `ms`) and
+//! `grow` (one more tool, told as a list change to `subscriptions/listen`).
 
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CreateTaskResult, GetTaskParams, GetTaskResult, InputRequest, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    CreateTaskResult, GetTaskParams, GetTaskResult, InputRequest, InputRequiredResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
@@ -25,6 +28,8 @@ pub const RMCP_TASKS_ARG: &str = "rmcp-tasks-server";
 #[derive(Clone, Default)]
 pub struct TaskServer {
     tasks: TaskManager,
+    /// Set by `grow`: `grown` is listed from then on.
+    grown: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -53,20 +58,51 @@ impl ServerHandler for TaskServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
-            Tool::new(
-                "slow_echo",
-                "Echo the text after `ms` milliseconds, as a task",
-                schema(json!({"type": "object",
+        Ok(ListToolsResult::with_all_items(
+            vec![
+                Tool::new(
+                    "slow_echo",
+                    "Echo the text after `ms` milliseconds, as a task",
+                    schema(json!({"type": "object",
                     "properties": {"text": {"type": "string"}, "ms": {"type": "integer"}},
                     "required": ["text"]})),
-            ),
-            Tool::new(
-                "ask_name",
-                "Ask for a name, as a task, then greet it",
-                schema(json!({"type": "object", "properties": {}})),
-            ),
-        ]))
+                ),
+                Tool::new(
+                    "ask_name",
+                    "Ask for a name, as a task, then greet it",
+                    schema(json!({"type": "object", "properties": {}})),
+                ),
+                Tool::new(
+                    "confirm",
+                    "Ask for a confirmation (a round of questions), then say it",
+                    schema(json!({"type": "object", "properties": {}})),
+                ),
+                Tool::new(
+                    "sleep",
+                    "Answer after `ms` milliseconds",
+                    schema(json!({"type": "object",
+                    "properties": {"ms": {"type": "integer"}}, "required": ["ms"]})),
+                ),
+                Tool::new(
+                    "grow",
+                    "List one more tool and tell the listeners",
+                    schema(json!({"type": "object", "properties": {}})),
+                ),
+            ]
+            .into_iter()
+            .chain(
+                self.grown
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .then(|| {
+                        Tool::new(
+                            "grown",
+                            "Listed after grow",
+                            schema(json!({"type": "object"})),
+                        )
+                    }),
+            )
+            .collect(),
+        ))
     }
 
     async fn call_tool(
@@ -125,6 +161,46 @@ impl ServerHandler for TaskServer {
                 Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
             }
             "ask_name" => Ok(text("ask_name runs as a task only").into()),
+            "confirm" => {
+                let answer = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|r| r.get("ok"))
+                    .and_then(|a| a.pointer("/content/confirm"))
+                    .and_then(Value::as_bool);
+                match (answer, request.request_state.as_deref()) {
+                    (Some(yes), Some("rmcp-confirm")) => {
+                        Ok(text(if yes { "confirmed" } else { "declined" }).into())
+                    }
+                    _ => {
+                        let question: InputRequest = serde_json::from_value(json!({
+                            "method": "elicitation/create",
+                            "params": {
+                                "message": "Go on?",
+                                "requestedSchema": {"type": "object",
+                                    "properties": {"confirm": {"type": "boolean"}},
+                                    "required": ["confirm"]}
+                            }
+                        }))
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                        Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                            Some([("ok".to_string(), question)].into_iter().collect()),
+                            Some("rmcp-confirm".into()),
+                        )))
+                    }
+                }
+            }
+            "sleep" => {
+                let ms = arguments.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                Ok(text(format!("slept {ms}")).into())
+            }
+            "grow" => {
+                self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(text("grown").into())
+            }
+            "grown" => Ok(text("here").into()),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
                 None,

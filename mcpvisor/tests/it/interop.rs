@@ -129,7 +129,8 @@ async fn python_sdk(host: &Host, events: &mut Events) {
             "mcp__py__confirm_round",
             "mcp__py__connect_account",
             "mcp__py__echo",
-            "mcp__py__needs_connection"
+            "mcp__py__needs_connection",
+            "mcp__py__sleep"
         ]
     );
     python_resources_and_prompts(host).await;

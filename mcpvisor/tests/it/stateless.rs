@@ -128,3 +128,61 @@ async fn a_list_without_it_says_why_a_modern_only_server_is_out_of_reach() {
     assert_ne!(host.servers()[0].state, ServerState::Ready);
     host.shutdown().await;
 }
+
+/// A person who confirms.
+struct Confirms;
+
+impl mcpvisor::ClientHandler for Confirms {
+    fn capabilities(&self) -> mcpvisor::ClientCapabilities {
+        mcpvisor::ClientCapabilities {
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        _request: mcpvisor::FormRequest,
+    ) -> mcpvisor::HostAnswer<mcpvisor::ElicitAnswer> {
+        let answer = mcpvisor::ElicitAnswer::parse(
+            &json!({"action": "accept", "content": {"confirm": true}}),
+        )
+        .expect("an answer");
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+#[tokio::test]
+async fn over_stdio_a_question_is_answered_and_a_timeout_restarts_it() {
+    let running = Peer::PythonSdk.run(Wire::Stdio);
+    let mut options = fast_options();
+    options.protocol_versions = Versions::parse(&[MODERN]).unwrap();
+    options.client_handler = Some(mcpvisor::SharedClientHandler(std::sync::Arc::new(Confirms)));
+    let host = Host::start(vec![running.spec.clone()], options)
+        .await
+        .unwrap();
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let done = call(&host, "mcp__py__confirm_round", json!({"path": "/tmp/s"}))
+        .await
+        .unwrap();
+    assert_eq!(done.text(), "deleted /tmp/s");
+    let pid = host.servers()[0].pid;
+    let slow = host.call(
+        "mcp__py__sleep",
+        json!({"ms": 5000}),
+        mcpvisor::CallOptions::default().timeout(Duration::from_millis(300)),
+    );
+    assert!(matches!(
+        slow.await,
+        Err(mcpvisor::CallError::Timeout { .. })
+    ));
+    // The connection was terminated: a new process, reached again at 2026-07-28.
+    ready_stateless(&host, &mut events).await;
+    assert_ne!(host.servers()[0].pid, pid);
+    let echoed = call(&host, "mcp__py__echo", json!({"message": "back"}))
+        .await
+        .unwrap();
+    assert!(echoed.text().contains("back"), "{}", echoed.text());
+    host.shutdown().await;
+}

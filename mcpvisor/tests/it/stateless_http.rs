@@ -71,6 +71,71 @@ async fn ready_stateless(
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
 }
 
+/// A call past its timeout restarts the connection (the guide's rule), which
+/// is reached again at 2026-07-28 and answers.
+async fn a_timeout_restarts_it(
+    host: &Host,
+    events: &mut (impl futures::Stream<Item = HostEvent> + Unpin),
+    server: &str,
+    sleep: Value,
+) {
+    let slow = host.call(
+        &format!("mcp__{server}__sleep"),
+        sleep,
+        mcpvisor::CallOptions::default().timeout(Duration::from_millis(300)),
+    );
+    match slow.await {
+        Err(CallError::Timeout { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    ready_stateless(host, events).await;
+    let echoed = call(
+        host,
+        &format!("mcp__{server}__echo"),
+        json!({"message": "back"}),
+    )
+    .await
+    .unwrap();
+    assert!(echoed.text().contains("back"), "{}", echoed.text());
+}
+
+/// The server's process dies; the connection fails and is restarted; the
+/// server comes back on its port (`again`) and is reached at 2026-07-28.
+async fn a_crash_is_survived(
+    host: &Host,
+    events: &mut (impl futures::Stream<Item = HostEvent> + Unpin),
+    server: PeerServer,
+    name: &str,
+    again: impl FnOnce(u16) -> PeerServer,
+) -> PeerServer {
+    let port = server.port();
+    drop(server);
+    let down = || {
+        matches!(
+            host.servers()[0].state,
+            ServerState::Restarting { .. } | ServerState::Failed { .. }
+        )
+    };
+    // The next call finds it gone, and the connection ends.
+    let _ = call(host, &format!("mcp__{name}__echo"), json!({"message": "x"})).await;
+    assert!(
+        eventually(Duration::from_secs(20), down).await,
+        "{:?}",
+        host.servers()
+    );
+    let server = again(port);
+    ready_stateless(host, events).await;
+    let echoed = call(
+        host,
+        &format!("mcp__{name}__echo"),
+        json!({"message": "up"}),
+    )
+    .await
+    .unwrap();
+    assert!(echoed.text().contains("up"), "{}", echoed.text());
+    server
+}
+
 /// The requests the TypeScript peer logged, as JSON objects.
 fn logged(server: &PeerServer) -> Vec<Value> {
     server
@@ -283,7 +348,20 @@ async fn the_python_sdk_over_http_at_2026_07_28_alone() {
 async fn the_python_sdk_in_its_stateless_http_mode() {
     let server = PeerServer::python_stateless();
     let spec = ServerSpec::http("py", mcpvisor::HttpSpec::new(server.url.clone()));
-    python_at_2026(spec).await;
+    python_at_2026(spec.clone()).await;
+    // A crash of the server: reached again when it is back.
+    let host = start(spec, Some(Versions::parse(&[MODERN]).unwrap())).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let server = a_crash_is_survived(
+        &host,
+        &mut events,
+        server,
+        "py",
+        PeerServer::python_stateless_at,
+    )
+    .await;
+    host.shutdown().await;
     // And by default: initialize at 2025-03-26, as before, on the same server.
     let host = start(
         ServerSpec::http("py", mcpvisor::HttpSpec::new(server.url.clone())),
@@ -328,6 +406,7 @@ async fn python_at_2026(spec: ServerSpec) {
         .await
         .unwrap();
     assert_eq!(done.text(), "deleted /tmp/y");
+    a_timeout_restarts_it(&host, &mut events, "py", json!({"ms": 5000})).await;
     host.shutdown().await;
 }
 
@@ -485,6 +564,29 @@ async fn the_sdk_default_mode_serves_both_eras() {
         .await
         .unwrap();
     assert_eq!(done.text(), "deleted /tmp/d");
+    call(&host, "mcp__ts__announce", json!({})).await.unwrap();
+    wait_for(&mut events, Duration::from_secs(10), |e| {
+        matches!(e, HostEvent::ToolsChanged { .. })
+    })
+    .await;
+    a_timeout_restarts_it(&host, &mut events, "ts", json!({"ms": 5000})).await;
+    let _server = a_crash_is_survived(&host, &mut events, server, "ts", |port| {
+        PeerServer::ts_v2_at(port, "stateless")
+    })
+    .await;
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_strict_server_that_dies_is_reached_again() {
+    let (server, spec) = ts_v2();
+    let host = start(spec, None).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let _server = a_crash_is_survived(&host, &mut events, server, "ts", |port| {
+        PeerServer::ts_v2_at(port, "reject")
+    })
+    .await;
     host.shutdown().await;
 }
 
