@@ -178,7 +178,11 @@ impl PeerServer {
 
     /// The Python SDK server in streamable-http mode; `json` selects JSON answers instead of SSE.
     pub fn python(json: bool) -> PeerServer {
-        let port = free_port();
+        PeerServer::python_at(json, free_port())
+    }
+
+    /// [`PeerServer::python`] on `port` (to bring one back where it was).
+    pub fn python_at(json: bool, port: u16) -> PeerServer {
         let mode = if json { "http-json" } else { "http-sse" };
         let mut cmd = Command::new(python());
         cmd.arg(peers_dir().join("python_server.py"))

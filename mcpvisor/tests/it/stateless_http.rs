@@ -19,7 +19,7 @@ use mcpvisor::{
     HostEvent, ServerSpec, ServerState, SharedClientHandler, Versions,
 };
 use serde_json::{Value, json};
-use testkit::peers::{Peer, PeerServer, Wire};
+use testkit::peers::PeerServer;
 use testkit::{call, eventually, fast_options, next_ready, wait_for};
 
 const MODERN: &str = "2026-07-28";
@@ -340,8 +340,18 @@ async fn a_cancelled_call_closes_its_stream_and_posts_nothing() {
 
 #[tokio::test]
 async fn the_python_sdk_over_http_at_2026_07_28_alone() {
-    let running = Peer::PythonSdk.run(Wire::HttpJson);
-    python_at_2026(running.spec.clone()).await;
+    let server = PeerServer::python(true);
+    let spec = ServerSpec::http("py", mcpvisor::HttpSpec::new(server.url.clone()));
+    python_at_2026(spec.clone()).await;
+    // Its sessions' server dies and comes back: reached again, statelessly.
+    let host = start(spec, Some(Versions::parse(&[MODERN]).unwrap())).await;
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let _server = a_crash_is_survived(&host, &mut events, server, "py", |port| {
+        PeerServer::python_at(true, port)
+    })
+    .await;
+    host.shutdown().await;
 }
 
 #[tokio::test]
