@@ -636,3 +636,59 @@ async fn the_log_level_rides_in_each_request_and_in_the_next_connection() {
     );
     host.shutdown().await;
 }
+
+/// A person slow to answer.
+struct Slow;
+
+impl ClientHandler for Slow {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn elicit(&self, _request: FormRequest) -> HostAnswer<ElicitAnswer> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Ok(
+                ElicitAnswer::parse(&json!({"action": "accept", "content": {"confirm": true}}))
+                    .expect("an answer"),
+            )
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_rounds_of_a_call_share_its_deadline_and_a_late_answer_is_not_sent() {
+    let (server, spec) = ts_v2();
+    let mut options = fast_options();
+    options.client_handler = Some(SharedClientHandler(Arc::new(Slow)));
+    let host = Host::start(vec![spec], options).await.unwrap();
+    let mut events = Box::pin(host.events());
+    ready_stateless(&host, &mut events).await;
+    let asked = host.call(
+        "mcp__ts__confirm_delete",
+        json!({"path": "/tmp/late"}),
+        mcpvisor::CallOptions::default().timeout(Duration::from_millis(500)),
+    );
+    match asked.await {
+        // The call's own timeout, though the host was still answering.
+        Err(CallError::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(500)),
+        other => panic!("{other:?}"),
+    }
+    // Wait past the host's answer: the round it would have made is not sent,
+    // and the connection was not restarted for it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let rounds = logged(&server)
+        .into_iter()
+        .filter(|r| r["mcp-name"] == "confirm_delete")
+        .count();
+    assert_eq!(rounds, 1, "{}", server.output());
+    assert_eq!(host.servers()[0].restarts, 0);
+    let echoed = call(&host, "mcp__ts__echo", json!({"message": "on"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.text(), "echo: on");
+    host.shutdown().await;
+}
