@@ -297,6 +297,11 @@ async fn on_post(
     };
     // The messages own what they hold; the body's bytes can go now.
     drop(bytes);
+    // A refusal from here on answers the request, when there is one.
+    let answering = match messages.as_slice() {
+        [Message::Request(r)] if !batch => Some(r.id.clone()),
+        _ => None,
+    };
     let (session_id, session) = if initialize {
         // An initialize the session would refuse opens none (it would hold a
         // slot, and its id would go back with the error).
@@ -339,10 +344,10 @@ async fn on_post(
                 error_codes::INVALID_REQUEST,
                 "Mcp-Session-Id header is required (send initialize first)".into(),
             )
-            .into_response();
+            .answering(answering);
         };
         if let Err(refusal) = speaks(&session, &headers, batch) {
-            return refusal.into_response();
+            return refusal.answering(answering);
         }
         (None, session)
     };

@@ -6,7 +6,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mcpvisor_protocol::wire::jsonrpc::{Incoming, Message, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{Incoming, Message, RequestId, error_codes};
 
 use super::answer::json_body;
 use super::guard::{self, Admission, Refusal};
@@ -21,6 +21,23 @@ pub(crate) struct Refused(pub(crate) StatusCode, pub(crate) i64, pub(crate) Stri
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
         refuse(self.0, self.1, self.2)
+    }
+}
+
+impl Refused {
+    /// The refusal as the answer to request `id` (when the body was read and
+    /// held one request): the client can tell which request it answers.
+    pub(crate) fn answering(self, id: Option<RequestId>) -> Response {
+        let Some(id) = id else {
+            return self.into_response();
+        };
+        let body = error_message(Some(id), self.1, self.2).to_vec();
+        let mut response = (self.0, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
     }
 }
 

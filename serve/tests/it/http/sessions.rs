@@ -22,6 +22,9 @@ async fn oversize_bodies_unknown_sessions_and_bad_json_are_refused() {
     let (status, _, body) = post(&serve.url, &[], list).await;
     assert_eq!(status, 400);
     assert!(message(&body).contains("Mcp-Session-Id"), "{body}");
+    // The request's id was readable: the refusal answers it.
+    let refused: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(refused["id"], 2, "{body}");
     let (status, _, body) = post(&serve.url, &[("mcp-session-id", &id)], "{not json").await;
     assert_eq!(status, 400);
     assert!(message(&body).contains("invalid JSON"), "{body}");
