@@ -291,7 +291,8 @@ impl CallLane {
                 params_headers,
                 timeout,
             );
-            let line = retry.as_ref().map(|r| self.round_line(id, r));
+            let mut retry = retry;
+            let line = retry.as_mut().map(|r| self.round_line(id, r));
             slot.retry = retry;
             let id = self.begin(Some(id), |_| line.unwrap_or_default(), slot)?;
             return Ok((id, answer));
@@ -396,8 +397,8 @@ impl CallLane {
         {
             let id = id.unwrap_or_else(|| self.next_id());
             let params = params.unwrap_or_else(|| Value::Object(Default::default()));
-            let retry = rounds::Retry::of(id, asking, params, false, Vec::new(), timeout);
-            let line = retry.as_ref().map(|r| self.round_line(id, r));
+            let mut retry = rounds::Retry::of(id, asking, params, false, Vec::new(), timeout);
+            let line = retry.as_mut().map(|r| self.round_line(id, r));
             slot.retry = retry;
             let id = self.begin(Some(id), |_| line.unwrap_or_default(), slot)?;
             return Ok((id, answer));

@@ -146,14 +146,21 @@ pub(super) type Rounds = HashMap<i64, Round>;
 
 impl CallLane {
     /// The line of one round of `retry` under `id`.
-    pub(super) fn round_line(&self, id: i64, retry: &Retry) -> Line {
-        let mut params = retry.params.clone();
+    /// The params are lent to the line and kept, not copied: a call at this
+    /// revision costs no second copy of its arguments.
+    pub(super) fn round_line(&self, id: i64, retry: &mut Retry) -> Line {
+        let mut params = std::mem::take(&mut retry.params);
         if retry.progress
             && let Value::Object(map) = &mut params
         {
             map.insert("_meta".into(), serde_json::json!({ "progressToken": id }));
         }
-        let (line, route) = self.line_of(id, retry.method, Some(params));
+        let ((line, route), mut kept) = self.line_keeping(id, retry.method, params);
+        // What a retry sends again is the caller's params, without this round's `_meta`.
+        if let Value::Object(map) = &mut kept {
+            map.remove("_meta");
+        }
+        retry.params = kept;
         let mirrored = retry.mirrored.clone();
         (line, route.map(|r| Box::new((*r).with_params(mirrored))))
     }

@@ -89,7 +89,21 @@ impl CallLane {
     /// A request's line, and at a stateless revision its params stamped with
     /// the `_meta` and the headers Streamable HTTP mirrors from them.
     pub(super) fn line_of(&self, id: i64, method: &str, params: Option<Value>) -> Line {
-        let (params, route) = match self.meta.get() {
+        let (params, route) = self.stamped(method, params);
+        let request = Request::new(RequestId::Number(id), method, params);
+        let mut line = Message::Request(request).to_vec();
+        line.push(b'\n');
+        (line, route)
+    }
+
+    /// `params` stamped with the stateless `_meta` (and the log level), and
+    /// the headers mirrored from them; as they are at a dated revision.
+    fn stamped(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> (Option<Value>, Option<Box<RouteHeaders>>) {
+        match self.meta.get() {
             Some(meta) => {
                 let route = RouteHeaders::new(meta.revision(), method, params.as_ref());
                 let mut stamped = meta.stamp(params);
@@ -101,11 +115,21 @@ impl CallLane {
                 (Some(stamped), Some(Box::new(route)))
             }
             None => (params, None),
-        };
-        let request = Request::new(RequestId::Number(id), method, params);
-        let mut line = Message::Request(request).to_vec();
+        }
+    }
+
+    /// [`CallLane::line_of`], giving the stamped params back: the line is
+    /// written from them, not from a copy.
+    pub(super) fn line_keeping(&self, id: i64, method: &str, params: Value) -> (Line, Value) {
+        let (params, route) = self.stamped(method, Some(params));
+        let message = Message::Request(Request::new(RequestId::Number(id), method, params));
+        let mut line = message.to_vec();
         line.push(b'\n');
-        (line, route)
+        let kept = match message {
+            Message::Request(r) => r.params.unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        ((line, route), kept)
     }
 
     /// The headers of a notification of this lane (a cancellation), at a

@@ -271,6 +271,14 @@ fn speaks(session: &HttpSession, headers: &HeaderMap, batch: bool) -> Result<(),
     Ok(())
 }
 
+/// The id of the one request a body held, which a refusal answers.
+fn request_id(messages: &[Message], batch: bool) -> Option<mcpvisor_protocol::RequestId> {
+    match messages {
+        [Message::Request(r)] if !batch => Some(r.id.clone()),
+        _ => None,
+    }
+}
+
 fn accepts_sse(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
@@ -297,11 +305,7 @@ async fn on_post(
     };
     // The messages own what they hold; the body's bytes can go now.
     drop(bytes);
-    // A refusal from here on answers the request, when there is one.
-    let answering = match messages.as_slice() {
-        [Message::Request(r)] if !batch => Some(r.id.clone()),
-        _ => None,
-    };
+
     let (session_id, session) = if initialize {
         // An initialize the session would refuse opens none (it would hold a
         // slot, and its id would go back with the error).
@@ -344,10 +348,10 @@ async fn on_post(
                 error_codes::INVALID_REQUEST,
                 "Mcp-Session-Id header is required (send initialize first)".into(),
             )
-            .answering(answering);
+            .answering(request_id(&messages, batch));
         };
         if let Err(refusal) = speaks(&session, &headers, batch) {
-            return refusal.answering(answering);
+            return refusal.answering(request_id(&messages, batch));
         }
         (None, session)
     };

@@ -28,22 +28,23 @@ impl Refused {
     /// The refusal as the answer to request `id` (when the body was read and
     /// held one request): the client can tell which request it answers.
     pub(crate) fn answering(self, id: Option<RequestId>) -> Response {
-        let Some(id) = id else {
-            return self.into_response();
-        };
-        let body = error_message(Some(id), self.1, self.2).to_vec();
-        let mut response = (self.0, body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
+        refuse_to(self.0, id, self.1, self.2)
     }
 }
 
 /// A JSON-RPC error as a whole HTTP answer.
 pub(crate) fn refuse(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
-    let body = error_message(None, code, message).to_vec();
+    refuse_to(status, None, code, message)
+}
+
+/// [`refuse`], as the answer to request `id` when it is known.
+pub(crate) fn refuse_to(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response {
+    let body = error_message(id, code, message).to_vec();
     let mut response = (status, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
