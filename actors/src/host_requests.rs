@@ -243,6 +243,29 @@ impl HostAsk {
         }
     }
 
+    /// [`HostAsk::answer_with`] under `timeout`: a handler that panics or
+    /// never returns still yields an answer for the server (an error).
+    pub(crate) async fn answer_within(
+        self,
+        handler: &dyn ClientHandler,
+        timeout: std::time::Duration,
+    ) -> Result<Value, ErrorObject> {
+        let asked = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+            self.answer_with(handler),
+        ));
+        match tokio::time::timeout(timeout, asked).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(error(
+                error_codes::INTERNAL_ERROR,
+                "the host's handler failed",
+            )),
+            Err(_) => Err(error(
+                -32001,
+                format!("the host did not answer within {timeout:?}"),
+            )),
+        }
+    }
+
     /// Hands the request to `handler` and returns the result for the server:
     /// an accepted form completed with its defaults and checked against it;
     /// for a URL, the action alone.

@@ -70,20 +70,7 @@ impl InputAsker {
             ));
         };
         let ask = HostAsk::read(server.clone(), request.method, request.params, self.offered)?;
-        let asked = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-            ask.answer_with(&*handler.0),
-        ));
-        match tokio::time::timeout(self.timeout, asked).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(host_requests::error(
-                error_codes::INTERNAL_ERROR,
-                "the host's handler failed",
-            )),
-            Err(_) => Err(host_requests::error(
-                -32001,
-                format!("the host did not answer within {:?}", self.timeout),
-            )),
-        }
+        ask.answer_within(&*handler.0, self.timeout).await
     }
 }
 

@@ -29,6 +29,7 @@ mod resources_prompts_deadlines;
 mod routes;
 mod stateless;
 mod stateless_http;
+mod stateless_streams;
 mod teardown;
 mod unreadable_answers;
 mod url_elicitation;

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::FutureExt;
 use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response, error_codes};
 use mcpvisor_protocol::{Message, RequestId};
@@ -84,18 +83,7 @@ impl Connection {
         let me = myself.clone();
         tokio::spawn(async move {
             // A handler that panics or never returns still gets the server an answer.
-            let asked = std::panic::AssertUnwindSafe(ask.answer_with(&*handler.0)).catch_unwind();
-            let answer = match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(host_requests::error(
-                    error_codes::INTERNAL_ERROR,
-                    "the host's handler failed",
-                )),
-                Err(_) => Err(host_requests::error(
-                    -32001,
-                    format!("the host did not answer within {timeout:?}"),
-                )),
-            };
+            let answer = ask.answer_within(&*handler.0, timeout).await;
             let _ = me.cast(ServerMsg::HostAnswered { id, answer });
         });
     }
