@@ -253,13 +253,18 @@ impl RegistryState {
         let bus = self.args.bus.clone();
         let mut definitions = Vec::with_capacity(report.tools.len());
         let mut refused = Refusals::default();
-        for entry in &report.rejected {
-            refused.push(entry.clone(), "not a valid tool entry");
+        let server = report.name.clone();
+        // A tool that gets no route: kept with its reason, and told.
+        let mut reject = |tool: String, reason: String| {
+            refused.push(tool.clone(), reason.clone());
             bus.emit(HostEvent::RouteRejected {
-                server: report.name.clone(),
-                tool: entry.clone(),
-                reason: "not a valid tool entry".into(),
+                server: server.clone(),
+                tool,
+                reason,
             });
+        };
+        for entry in &report.rejected {
+            reject(entry.clone(), "not a valid tool entry".into());
         }
         let check_output = report
             .link
@@ -278,13 +283,10 @@ impl RegistryState {
                     Ok(mirrored) => mirrored.map(Arc::new),
                     Err(why) => {
                         tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {why}");
-                        let reason = format!("its inputSchema's x-mcp-header is invalid: {why}");
-                        refused.push(name.clone(), reason.clone());
-                        bus.emit(HostEvent::RouteRejected {
-                            server: report.name.clone(),
-                            tool: name,
-                            reason,
-                        });
+                        reject(
+                            name,
+                            format!("its inputSchema's x-mcp-header is invalid: {why}"),
+                        );
                         continue;
                     }
                 }
@@ -305,14 +307,10 @@ impl RegistryState {
                             Err(why) => {
                                 // Its results could not be checked: not advertised.
                                 tracing::warn!(server = %report.name, tool = %name, "tool not advertised: outputSchema: {why}");
-                                let reason =
-                                    format!("its outputSchema is not a usable JSON Schema: {why}");
-                                refused.push(name.clone(), reason.clone());
-                                bus.emit(HostEvent::RouteRejected {
-                                    server: report.name.clone(),
-                                    tool: name,
-                                    reason,
-                                });
+                                reject(
+                                    name,
+                                    format!("its outputSchema is not a usable JSON Schema: {why}"),
+                                );
                                 continue;
                             }
                         },
@@ -322,12 +320,7 @@ impl RegistryState {
                 }
                 Err(e) => {
                     tracing::warn!(server = %report.name, tool = %name, "tool not advertised: {e}");
-                    refused.push(name.clone(), e.to_string());
-                    bus.emit(HostEvent::RouteRejected {
-                        server: report.name.clone(),
-                        tool: name,
-                        reason: e.to_string(),
-                    });
+                    reject(name, e.to_string());
                 }
             }
         }

@@ -168,6 +168,12 @@ pub fn serve_stdio(args: &[String]) -> ! {
         [] => EchoServer::default(),
         _ => std::process::exit(2),
     };
+    serve_on_stdio(server)
+}
+
+/// Serves `server` on stdin/stdout (through [`pipes`] where they are pipes)
+/// on a single-threaded runtime until stdin closes, then exits the process.
+pub fn serve_on_stdio<S: ServerHandler>(server: S) -> ! {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();

@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 /// The argument that makes the harness binary this server.
@@ -238,21 +238,5 @@ impl ServerHandler for TaskServer {
 
 /// Serves [`TaskServer`] on stdin/stdout until stdin closes, then exits.
 pub fn serve_stdio() -> ! {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
-    let code = match runtime {
-        Ok(rt) => {
-            let served = rt.block_on(async {
-                let service = TaskServer::default()
-                    .serve(rmcp::transport::stdio())
-                    .await?;
-                service.waiting().await?;
-                anyhow::Ok(())
-            });
-            i32::from(served.is_err())
-        }
-        Err(_) => 1,
-    };
-    std::process::exit(code)
+    super::rmcp_echo::serve_on_stdio(TaskServer::default())
 }

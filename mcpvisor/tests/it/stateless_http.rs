@@ -136,6 +136,14 @@ async fn a_crash_is_survived(
     server
 }
 
+/// How many requests of `method` the TypeScript peer logged.
+pub(crate) fn posted(server: &PeerServer, method: &str) -> usize {
+    logged(server)
+        .iter()
+        .filter(|r| r["mcp-method"] == method)
+        .count()
+}
+
 /// The requests the TypeScript peer logged, as JSON objects.
 pub(crate) fn logged(server: &PeerServer) -> Vec<Value> {
     server
@@ -290,10 +298,7 @@ async fn a_request_that_times_out_restarts_the_connection_which_is_reached_again
         .await
         .unwrap();
     assert_eq!(echoed.text(), "echo: back");
-    let probes = logged(&server)
-        .into_iter()
-        .filter(|r| r["mcp-method"] == "server/discover")
-        .count();
+    let probes = posted(&server, "server/discover");
     assert_eq!(probes, 2, "discovered again after the restart");
     // Over HTTP a request is cancelled by closing its stream: no notice is posted.
     assert!(

@@ -11,7 +11,7 @@ use mcpvisor::HostEvent;
 use serde_json::{Value, json};
 use testkit::{call, eventually, wait_for};
 
-use crate::stateless_http::{logged, ready_stateless, start, ts_v2};
+use crate::stateless_http::{logged, posted, ready_stateless, start, ts_v2};
 
 #[tokio::test]
 async fn a_list_change_arrives_on_the_listen_stream() {
@@ -19,12 +19,7 @@ async fn a_list_change_arrives_on_the_listen_stream() {
     let host = start(spec, None).await;
     let mut events = Box::pin(host.events());
     ready_stateless(&host, &mut events).await;
-    let listens = || {
-        logged(&server)
-            .iter()
-            .filter(|r| r["mcp-method"] == "subscriptions/listen")
-            .count()
-    };
+    let listens = || posted(&server, "subscriptions/listen");
     assert!(eventually(Duration::from_secs(10), || listens() == 1).await);
     let has = |name: &str| host.tools().iter().any(|t| t.name.to_string() == name);
     assert!(!has("mcp__ts__announced"));
@@ -49,12 +44,7 @@ async fn a_subscription_rides_in_the_listen_stream_and_outlives_a_restart() {
     let host = start(spec, None).await;
     let mut events = Box::pin(host.events());
     ready_stateless(&host, &mut events).await;
-    let listens = || {
-        logged(&server)
-            .iter()
-            .filter(|r| r["mcp-method"] == "subscriptions/listen")
-            .count()
-    };
+    let listens = || posted(&server, "subscriptions/listen");
     assert!(eventually(Duration::from_secs(10), || listens() == 1).await);
     host.subscribe("ts", "note://board").await.unwrap();
     // Listened for again, with the resource.
@@ -98,12 +88,7 @@ async fn lists_are_read_again_once_stale() {
     let host = start(spec, None).await;
     let mut events = Box::pin(host.events());
     ready_stateless(&host, &mut events).await;
-    let count = |method: &str| {
-        logged(&server)
-            .iter()
-            .filter(|r| r["mcp-method"] == method)
-            .count()
-    };
+    let count = |method: &str| posted(&server, method);
     // The SDK's lists say `ttlMs: 0`: stale at once, so each is read when needed.
     let resources = host.resources().await;
     assert_eq!(resources.entries.len(), 1, "{:?}", resources.failed);
