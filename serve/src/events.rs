@@ -7,24 +7,14 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use mcpvisor::HostEvent;
+use mcpvisor_protocol::mcp::logging::LogLevel;
 
 use crate::session::Session;
 use crate::wire::Changed;
 
-/// Log levels in order (RFC 5424 as MCP names them).
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
+/// A log level's rank, least severe first (RFC 5424 as MCP names them).
 pub(crate) fn level_rank(level: &str) -> Option<usize> {
-    LEVELS.iter().position(|l| *l == level)
+    level.parse::<LogLevel>().ok().map(|l| l as usize)
 }
 
 /// Forwards events to a session until it is gone. Changes to a list become

@@ -32,6 +32,7 @@ mod outcome;
 pub mod resources_prompts;
 pub mod session;
 pub mod socket;
+mod stateless;
 pub mod subscriptions;
 pub mod tools;
 pub mod wire;

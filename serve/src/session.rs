@@ -30,6 +30,7 @@ use crate::inject;
 
 mod asks;
 mod calls;
+mod listen;
 mod notices;
 mod options;
 mod url_steps;
@@ -37,6 +38,8 @@ use crate::in_flight::{Admitted, Refusal, Registered, RequestMarks, Requests};
 use crate::ingress::Ingress;
 use crate::outcome::Outcome;
 use crate::resources_prompts;
+use crate::stateless::{self, Modern};
+use mcpvisor_protocol::mcp::subscriptions::LISTEN;
 use crate::subscriptions;
 use crate::tools::{self, Naming};
 use crate::wire;
@@ -98,6 +101,9 @@ pub struct Session {
     watcher: Mutex<Option<tokio::task::AbortHandle>>,
     /// Resources this session subscribed to.
     subscribed: subscriptions::Mine,
+    /// The request table is this session's own (not a stateless request's
+    /// borrowed from the connection it came on), so closing the session closes it.
+    owns_requests: bool,
 }
 
 #[derive(Default)]
@@ -115,6 +121,12 @@ struct State {
     /// URL elicitations forwarded to this client (server, id), newest last, so
     /// their completion notices reach it and no other.
     asked_urls: std::collections::VecDeque<(Arc<str>, String)>,
+    /// One stateless (2026-07-28) request: what `initialize` decides came in
+    /// its `_meta`, and it is answered as that revision says.
+    stateless: bool,
+    /// This stateless request is a `subscriptions/listen`: what it listens
+    /// for, and its id, which tags every notification it is sent.
+    listening: Option<listen::Listening>,
 }
 
 impl Session {
@@ -141,14 +153,59 @@ impl Session {
             next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
             subscribed: Default::default(),
+            owns_requests: true,
         });
-        let task = tokio::spawn(events::watch_events(
-            Arc::downgrade(&session),
-            events,
-            coalesce,
-        ));
-        *session.watcher.lock() = Some(task.abort_handle());
+        session.watch(events, coalesce);
         session
+    }
+
+    /// A session for one stateless (2026-07-28) request: greeted by the
+    /// request's own `_meta` (`modern`), told nothing unsolicited unless it
+    /// is a `subscriptions/listen` (then `notices` is that request's stream).
+    /// `requests` is the table of the connection it came on (stdio, the
+    /// socket), whose cancels and ids it shares; over HTTP, its own.
+    pub(crate) fn stateless(
+        gateway: Arc<Gateway>,
+        naming: Naming,
+        ingress: Ingress,
+        requests: Option<Arc<Requests>>,
+        modern: Modern,
+        notices: Outbound,
+    ) -> Arc<Session> {
+        let state = State {
+            greeted: true,
+            initialized: true,
+            log_level: modern.log_level,
+            client: modern.client,
+            revision: modern.revision,
+            stateless: true,
+            ..State::default()
+        };
+        Arc::new_cyclic(|me| Session {
+            me: me.clone(),
+            gateway,
+            naming: std::sync::atomic::AtomicU8::new(naming as u8),
+            faults_off: std::sync::atomic::AtomicBool::new(false),
+            ingress,
+            notices,
+            state: Mutex::new(state),
+            owns_requests: requests.is_none(),
+            requests: requests.unwrap_or_default(),
+            asks: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
+            watcher: Mutex::new(None),
+            subscribed: Default::default(),
+        })
+    }
+
+    /// Starts telling this session the supervisor's events.
+    fn watch(
+        self: &Arc<Self>,
+        events: impl futures::Stream<Item = mcpvisor::HostEvent> + Send + 'static,
+        coalesce: std::time::Duration,
+    ) {
+        let task = tokio::spawn(events::watch_events(Arc::downgrade(self), events, coalesce));
+        *self.watcher.lock() = Some(task.abort_handle());
     }
 
     /// Handles one message; answers to a request (and its progress) go to
@@ -217,8 +274,60 @@ impl Session {
         request: Request,
         replies: Outbound,
     ) -> Result<impl Future<Output = Option<(Message, Registered)>> + Send + 'static, Message> {
+        match self.stateless_request(&request, &replies)? {
+            Some(one) => one.admit(request, replies),
+            None => self.admit(request, replies),
+        }
+    }
+
+    /// A stateless request on a connection that has not initialized (stdio,
+    /// the socket) is answered by a session of its own, made from its
+    /// `_meta`, sharing this one's request table; a `_meta` that is not
+    /// what the revision requires is refused with its code.
+    fn stateless_request(
+        &self,
+        request: &Request,
+        replies: &Outbound,
+    ) -> Result<Option<Arc<Session>>, Message> {
+        {
+            let state = self.state.lock();
+            if state.stateless || state.greeted || !stateless::is_stateless(request) {
+                return Ok(None);
+            }
+        }
+        let versions = &self.gateway.options().protocol_versions;
+        let modern = stateless::read(request, versions).map_err(|error| {
+            Message::Error(ErrorResponse {
+                id: Some(request.id.clone()),
+                error,
+            })
+        })?;
+        let notices = if request.method == LISTEN {
+            replies.clone()
+        } else {
+            mpsc::channel(1).0
+        };
+        Ok(Some(Session::stateless(
+            self.gateway.clone(),
+            self.naming(),
+            self.ingress,
+            Some(self.requests.clone()),
+            modern,
+            notices,
+        )))
+    }
+
+    /// Admits `request` to this session (see [`Session::begin`]).
+    fn admit(
+        self: &Arc<Self>,
+        request: Request,
+        replies: Outbound,
+    ) -> Result<impl Future<Output = Option<(Message, Registered)>> + Send + 'static + use<>, Message>
+    {
         let mut state = self.state.lock();
-        let opening = request.method == methods::INITIALIZE;
+        // A stateless request was greeted by its own `_meta`; `initialize` is
+        // only a method its revision removed.
+        let opening = request.method == methods::INITIALIZE && !state.stateless;
         let refuse = |message: String| {
             Err(error_message(
                 Some(request.id.clone()),
@@ -268,6 +377,7 @@ impl Session {
             state.client = client;
             state.revision = revision;
         }
+        let stateless = state.stateless;
         drop(state);
         let Admitted {
             registration,
@@ -279,9 +389,14 @@ impl Session {
             let answer = session.answer(&request, &replies, &marks, &registered);
             let outcome = Abortable::new(answer, registration).await.ok()?;
             let message = match outcome {
-                Ok(result) => Message::Response(Response {
+                Ok(mut result) => Message::Response(Response {
+                    result: {
+                        if stateless {
+                            stateless::complete(&request.method, &mut result, session.cache_scope());
+                        }
+                        result
+                    },
                     id: request.id,
-                    result,
                 }),
                 Err(error) => Message::Error(ErrorResponse {
                     id: Some(request.id),
@@ -326,9 +441,20 @@ impl Session {
         self.requests.len()
     }
 
+    /// Whom this session's cacheable answers may be shared with: a listing
+    /// behind the bearer token is not for a shared cache.
+    pub(crate) fn cache_scope(&self) -> &'static str {
+        match self.ingress {
+            Ingress::Http { token: true } => "private",
+            _ => "public",
+        }
+    }
+
     /// Ends the session: requests in flight are abandoned (and cancelled upstream).
     pub fn close(&self) {
-        self.requests.close();
+        if self.owns_requests {
+            self.requests.close();
+        }
         // Servers waiting on this client get their answer now: an error.
         self.asks.lock().clear();
         if let Some(watcher) = self.watcher.lock().take() {
@@ -346,6 +472,23 @@ impl Session {
         registered: &Registered,
     ) -> Outcome {
         let (method, params) = (request.method.as_str(), request.params.clone());
+        if self.state.lock().stateless {
+            match method {
+                mcpvisor_protocol::mcp::discover::SERVER_DISCOVER => {
+                    return Ok(stateless::discover(&self.gateway.options().protocol_versions));
+                }
+                LISTEN => {
+                    return self.listen(params.as_ref(), &request.id, replies).await;
+                }
+                m if stateless::removed(m) => {
+                    return Err(error(
+                        error_codes::METHOD_NOT_FOUND,
+                        format!("method not found: {m} (protocol 2026-07-28 removed it)"),
+                    ));
+                }
+                _ => {}
+            }
+        }
         match method {
             methods::INITIALIZE => return Ok(handshake::initialize_result(self.revision())),
             methods::PING => return Ok(json!({})),

@@ -103,6 +103,23 @@ pub fn encode_value(value: &str) -> String {
     }
 }
 
+/// The value a header carries: decoded from the sentinel form, else the
+/// header as sent; `None` for a sentinel that is not base64 of UTF-8.
+pub fn decode_value(header: &str) -> Option<String> {
+    match header
+        .strip_prefix(SENTINEL_PREFIX)
+        .and_then(|rest| rest.strip_suffix(SENTINEL_SUFFIX))
+    {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(header.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +144,11 @@ mod tests {
         assert!(encode_value("a\u{7f}b").starts_with(SENTINEL_PREFIX));
         // Only the sentinel's own shape is encoded, not each half of it.
         assert_eq!(encode_value("=?base64?abc"), "=?base64?abc");
+        for value in ["us-west1", "Hello, 世界", " padded ", "=?base64?literal?=", ""] {
+            assert_eq!(decode_value(&encode_value(value)).as_deref(), Some(value));
+        }
+        assert_eq!(decode_value("=?base64?not base64!?="), None);
+        assert_eq!(decode_value("=?base64?/w==?="), None, "not UTF-8");
     }
 
     #[test]

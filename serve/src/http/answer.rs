@@ -21,6 +21,7 @@ pub(super) async fn answer_one(
     mut rx: mpsc::Receiver<Message>,
     sse: bool,
     until_done: impl Send + 'static,
+    status: fn(&Message) -> StatusCode,
 ) -> Response {
     let mut answering = Box::pin(answering);
     let first = if sse {
@@ -35,7 +36,9 @@ pub(super) async fn answer_one(
     let first = match first {
         // Answered before anything else was sent: plain JSON (progress that
         // raced the answer is dropped, as progress may be).
-        Err(Some(answer)) if rx.is_empty() || !sse => return json_body(answer).into_response(),
+        Err(Some(answer)) if rx.is_empty() || !sse => {
+            return (status(&answer), json_body(answer)).into_response();
+        }
         Err(Some(answer)) => {
             let mut pending: Vec<Message> = Vec::new();
             while let Ok(m) = rx.try_recv() {

@@ -78,14 +78,21 @@ pub(super) async fn json_media(request: Request, next: Next) -> Response {
 pub(super) struct Named(pub(super) Option<(String, Arc<HttpSession>)>);
 
 impl Named {
-    /// The session, or the refusal of a request that names none.
-    pub(super) fn required(self) -> Result<(String, Arc<HttpSession>), Refused> {
+    /// The session a GET or DELETE addresses. Without one there is nothing
+    /// to address: `405`, which is also what 2026-07-28 (no sessions, no GET
+    /// stream) answers both methods with.
+    pub(super) fn required(self) -> Result<(String, Arc<HttpSession>), Response> {
         self.0.ok_or_else(|| {
-            Refused(
-                StatusCode::BAD_REQUEST,
+            let mut refused = screen::refuse(
+                StatusCode::METHOD_NOT_ALLOWED,
                 error_codes::INVALID_REQUEST,
-                "Mcp-Session-Id header is required (send initialize first)".into(),
-            )
+                "GET and DELETE address a session: send Mcp-Session-Id (from `initialize`); \
+                 protocol 2026-07-28 has no sessions, only POST",
+            );
+            refused
+                .headers_mut()
+                .insert(header::ALLOW, axum::http::HeaderValue::from_static("POST"));
+            refused
         })
     }
 }

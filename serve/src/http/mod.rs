@@ -15,6 +15,7 @@ mod layers;
 mod listen;
 mod screen;
 mod sessions;
+mod stateless_post;
 mod token;
 
 use std::convert::Infallible;
@@ -343,10 +344,13 @@ async fn on_post(
         }
     } else {
         let Some(session) = named else {
+            if stateless_post::is_stateless(&headers, &messages) {
+                return stateless_post::answer(&endpoint, &headers, messages, batch).await;
+            }
             return Refused(
                 StatusCode::BAD_REQUEST,
                 error_codes::INVALID_REQUEST,
-                "Mcp-Session-Id header is required (send initialize first)".into(),
+                "Mcp-Session-Id header is required (send initialize first; or, at protocol 2026-07-28, name the version in `_meta` and the MCP-Protocol-Version header)".into(),
             )
             .answering(request_id(&messages, batch));
         };
@@ -366,7 +370,8 @@ async fn on_post(
         // without a task or a channel between the call and the response.
         Some(Message::Request(request)) if !batch => {
             let answering = session.session.answer_inline(request, tx.clone());
-            answer_one(answering, tx, rx, sse, Touching(session.clone())).await
+            let ok = |_: &Message| StatusCode::OK;
+            answer_one(answering, tx, rx, sse, Touching(session.clone()), ok).await
         }
         last => {
             for message in messages.into_iter().chain(last) {
@@ -397,7 +402,7 @@ async fn on_get(
 ) -> Response {
     let session = match named.required() {
         Ok((_, session)) => session,
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => return refusal,
     };
     if let Err(refusal) = speaks(&session, &headers, false) {
         return refusal.into_response();
@@ -443,7 +448,7 @@ async fn on_delete(
 ) -> Response {
     let (id, session) = match named.required() {
         Ok(named) => named,
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => return refusal,
     };
     // A DELETE naming another revision than the session's is refused like any request.
     if let Err(refusal) = speaks(&session, &headers, false) {

@@ -6,7 +6,9 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mcpvisor_protocol::wire::jsonrpc::{Incoming, Message, RequestId, error_codes};
+use mcpvisor_protocol::wire::jsonrpc::{
+    ErrorObject, ErrorResponse, Incoming, Message, RequestId, error_codes,
+};
 
 use super::answer::json_body;
 use super::guard::{self, Admission, Refusal};
@@ -44,7 +46,16 @@ pub(crate) fn refuse_to(
     code: i64,
     message: impl Into<String>,
 ) -> Response {
-    let body = error_message(id, code, message).to_vec();
+    refuse_with(status, error_message(id, code, message))
+}
+
+/// A refusal whose JSON-RPC error is `error` (with its `data`), answering `id`.
+pub(crate) fn refuse_error(status: StatusCode, id: RequestId, error: ErrorObject) -> Response {
+    refuse_with(status, Message::Error(ErrorResponse { id: Some(id), error }))
+}
+
+fn refuse_with(status: StatusCode, refusal: Message) -> Response {
+    let body = refusal.to_vec();
     let mut response = (status, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -224,9 +235,12 @@ pub(crate) fn parse(bytes: &[u8], max_batch: usize, named: bool) -> Result<Parse
         },
         Err(e) => return Err(NotParsed::Invalid(parse_error(&e))),
     };
-    let initialize = messages
-        .iter()
-        .any(|m| matches!(m, Message::Request(r) if r.method == "initialize"));
+    // A stateless client's `initialize` is a request for a removed method,
+    // answered as such, not the opening of a session.
+    let initialize = messages.iter().any(|m| {
+        matches!(m, Message::Request(r)
+            if r.method == "initialize" && !crate::stateless::is_modern_initialize(r))
+    });
     if initialize {
         if messages.len() != 1 {
             return Err(bad(

@@ -9,7 +9,7 @@ use crate::events::level_rank;
 
 use crate::wire;
 
-use super::{Session, extension, notification};
+use super::{Session, extension};
 
 impl Session {
     /// Reacts to one supervisor event; returns which lists may have changed.
@@ -29,9 +29,7 @@ impl Session {
                 described["node"] = json!(&*node);
             }
             let params = json!({"text": event.to_string(), "event": described});
-            let _ = self
-                .notices
-                .try_send(notification(extension::EVENT, params));
+            self.tell(extension::EVENT, params);
         }
         // Server logs may carry any session's call data: for trusted clients only.
         if let (HostEvent::ServerLog { server, message }, Some(min)) = (event, log_level)
@@ -39,9 +37,7 @@ impl Session {
             && level_rank(&message.level).is_some_and(|l| l >= min)
         {
             let params = json!({"level": message.level, "logger": &**server, "data": message.data});
-            let _ = self
-                .notices
-                .try_send(notification(methods::LOG_MESSAGE, params));
+            self.tell(methods::LOG_MESSAGE, params);
         }
         if let HostEvent::ElicitationComplete {
             server,
@@ -53,10 +49,7 @@ impl Session {
         if let HostEvent::ResourceUpdated { server, uri } = event
             && self.subscribed.has(server, uri)
         {
-            let params = json!({ "uri": &**uri });
-            let _ = self
-                .notices
-                .try_send(notification(methods::RESOURCES_UPDATED, params));
+            self.tell(methods::RESOURCES_UPDATED, json!({ "uri": &**uri }));
         }
         wire::changes(event)
     }
@@ -72,7 +65,7 @@ impl Session {
             (changed.prompts, methods::PROMPTS_LIST_CHANGED),
         ];
         for (_, method) in notices.iter().filter(|(yes, _)| *yes) {
-            let _ = self.notices.try_send(notification(method, json!({})));
+            self.tell(method, json!({}));
         }
     }
 }

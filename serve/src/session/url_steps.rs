@@ -8,7 +8,7 @@ use mcpvisor_protocol::mcp::url_elicitation;
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
 
-use super::{Session, notification};
+use super::Session;
 use crate::outcome::{self, Outcome};
 
 /// How many forwarded URL elicitations a session remembers.
@@ -75,9 +75,7 @@ impl Session {
             state.asked_urls.remove(i);
             drop(state);
             let params = json!({ "elicitationId": elicitation_id });
-            let _ = self
-                .notices
-                .try_send(notification(url_elicitation::ELICITATION_COMPLETE, params));
+            self.tell(url_elicitation::ELICITATION_COMPLETE, params);
         }
     }
 }
