@@ -189,6 +189,19 @@ impl Registered {
             marks: self.marks.clone(),
         }
     }
+
+    /// The call of this request, cancelled upstream when the future awaiting
+    /// it is dropped: at 2026-07-28 over HTTP, a closed response stream is
+    /// the client's cancel.
+    pub(crate) fn cancelling(&self, call: PendingCall) -> Detaching {
+        Detaching {
+            call: Some(call),
+            // No table to be kept in: dropped unfinished, the call goes.
+            requests: Weak::new(),
+            id: self.id.clone(),
+            marks: self.marks.clone(),
+        }
+    }
 }
 
 impl Drop for Registered {

@@ -39,10 +39,10 @@ use crate::ingress::Ingress;
 use crate::outcome::Outcome;
 use crate::resources_prompts;
 use crate::stateless::{self, Modern};
-use mcpvisor_protocol::mcp::subscriptions::LISTEN;
 use crate::subscriptions;
 use crate::tools::{self, Naming};
 use crate::wire;
+use mcpvisor_protocol::mcp::subscriptions::LISTEN;
 
 /// Where a session's messages go: answers and their progress to the channel
 /// the request came with, everything unsolicited to the session's own.
@@ -392,7 +392,11 @@ impl Session {
                 Ok(mut result) => Message::Response(Response {
                     result: {
                         if stateless {
-                            stateless::complete(&request.method, &mut result, session.cache_scope());
+                            stateless::complete(
+                                &request.method,
+                                &mut result,
+                                session.cache_scope(),
+                            );
                         }
                         result
                     },
@@ -441,6 +445,15 @@ impl Session {
         self.requests.len()
     }
 
+    /// A request of this session whose answer is dropped unfinished is
+    /// cancelled: a stateless request with a table of its own (HTTP, where
+    /// the client cancels by closing the request's stream). Elsewhere a
+    /// client cancels with `notifications/cancelled`, and a call whose client
+    /// went away runs to its end.
+    fn cancels_when_dropped(&self) -> bool {
+        self.owns_requests && self.state.lock().stateless
+    }
+
     /// Whom this session's cacheable answers may be shared with: a listing
     /// behind the bearer token is not for a shared cache.
     pub(crate) fn cache_scope(&self) -> &'static str {
@@ -475,7 +488,9 @@ impl Session {
         if self.state.lock().stateless {
             match method {
                 mcpvisor_protocol::mcp::discover::SERVER_DISCOVER => {
-                    return Ok(stateless::discover(&self.gateway.options().protocol_versions));
+                    return Ok(stateless::discover(
+                        &self.gateway.options().protocol_versions,
+                    ));
                 }
                 LISTEN => {
                     return self.listen(params.as_ref(), &request.id, replies).await;

@@ -19,7 +19,6 @@ use mcpvisor_protocol::mcp::revision::{Revision, Versions};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, Request, error_codes};
 use serde_json::{Map, Value, json};
 
-
 /// What one stateless request says of its client.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Modern {
@@ -53,7 +52,11 @@ const CACHEABLE: [&str; 6] = [
 
 /// The version a request's `_meta` names, if it names one (a string or not).
 pub(crate) fn named_version(request: &Request) -> Option<&Value> {
-    request.params.as_ref()?.get("_meta")?.get(PROTOCOL_VERSION_KEY)
+    request
+        .params
+        .as_ref()?
+        .get("_meta")?
+        .get(PROTOCOL_VERSION_KEY)
 }
 
 /// Whether a request without a session is a stateless one: it names a
@@ -134,7 +137,11 @@ pub(crate) fn spoken(name: &str, versions: &Versions) -> Option<Revision> {
 
 /// The revisions served per request (what `server/discover` lists).
 pub(crate) fn supported(versions: &Versions) -> Vec<&'static str> {
-    versions.stateless().into_iter().map(Revision::as_str).collect()
+    versions
+        .stateless()
+        .into_iter()
+        .map(Revision::as_str)
+        .collect()
 }
 
 /// -32022: the revision asked is not spoken; the error lists those that are.
@@ -236,7 +243,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read.revision, Revision::V2026_07_28);
-        assert!(read.client.elicitation_form);
+        assert!(read.client.elicitation);
         assert!(!read.client.sampling);
         assert_eq!(read.log_level, Some(LogLevel::Warning as usize));
     }
@@ -289,9 +296,15 @@ mod tests {
 
     #[test]
     fn only_an_initialize_without_a_version_of_its_own_is_the_removed_method() {
-        assert!(is_modern_initialize(&request("initialize", meta(json!({})))));
+        assert!(is_modern_initialize(&request(
+            "initialize",
+            meta(json!({}))
+        )));
         let legacy = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "_meta": {PROTOCOL_VERSION_KEY: "x"}});
-        assert!(!is_modern_initialize(&request("initialize", legacy.clone())));
+        assert!(!is_modern_initialize(&request(
+            "initialize",
+            legacy.clone()
+        )));
         assert!(!is_stateless(&request("initialize", legacy)));
         assert!(is_stateless(&request("server/discover", json!({}))));
         assert!(removed("ping") && removed("logging/setLevel") && !removed("tools/call"));
@@ -303,7 +316,10 @@ mod tests {
         complete("tools/list", &mut listed, "public");
         assert_eq!(listed["resultType"], "complete");
         assert_eq!(listed["_meta"][SERVER_INFO_KEY]["name"], "mcpvisor");
-        assert_eq!((listed["ttlMs"].clone(), listed["cacheScope"].clone()), (json!(0), json!("public")));
+        assert_eq!(
+            (listed["ttlMs"].clone(), listed["cacheScope"].clone()),
+            (json!(0), json!("public"))
+        );
 
         let mut called = json!({"content": [], "_meta": {"k": 1}});
         complete("tools/call", &mut called, "public");
@@ -316,14 +332,21 @@ mod tests {
 
         let mut read = json!({"contents": [], "ttlMs": 5000, "cacheScope": "private"});
         complete("resources/read", &mut read, "public");
-        assert_eq!((read["ttlMs"].clone(), read["cacheScope"].clone()), (json!(5000), json!("private")));
+        assert_eq!(
+            (read["ttlMs"].clone(), read["cacheScope"].clone()),
+            (json!(5000), json!("private"))
+        );
     }
 
     #[test]
     fn discovery_lists_the_revision_and_the_capabilities_served_at_it() {
         let found = discover(&Versions::default());
         assert_eq!(found["supportedVersions"], json!(["2026-07-28"]));
-        assert!(found["capabilities"]["tools"]["listChanged"].as_bool().unwrap());
+        assert!(
+            found["capabilities"]["tools"]["listChanged"]
+                .as_bool()
+                .unwrap()
+        );
         assert!(found["capabilities"].get("logging").is_none());
         assert_eq!(found["capabilities"]["resources"]["subscribe"], true);
         assert!(found.get("protocolVersion").is_none());

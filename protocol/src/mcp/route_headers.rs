@@ -144,7 +144,13 @@ mod tests {
         assert!(encode_value("a\u{7f}b").starts_with(SENTINEL_PREFIX));
         // Only the sentinel's own shape is encoded, not each half of it.
         assert_eq!(encode_value("=?base64?abc"), "=?base64?abc");
-        for value in ["us-west1", "Hello, 世界", " padded ", "=?base64?literal?=", ""] {
+        for value in [
+            "us-west1",
+            "Hello, 世界",
+            " padded ",
+            "=?base64?literal?=",
+            "",
+        ] {
             assert_eq!(decode_value(&encode_value(value)).as_deref(), Some(value));
         }
         assert_eq!(decode_value("=?base64?not base64!?="), None);

@@ -51,7 +51,13 @@ pub(crate) fn refuse_to(
 
 /// A refusal whose JSON-RPC error is `error` (with its `data`), answering `id`.
 pub(crate) fn refuse_error(status: StatusCode, id: RequestId, error: ErrorObject) -> Response {
-    refuse_with(status, Message::Error(ErrorResponse { id: Some(id), error }))
+    refuse_with(
+        status,
+        Message::Error(ErrorResponse {
+            id: Some(id),
+            error,
+        }),
+    )
 }
 
 fn refuse_with(status: StatusCode, refusal: Message) -> Response {

@@ -128,7 +128,11 @@ fn route_headers(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObje
                     clip(named)
                 )));
             }
-            None => return Err(mismatch("the MCP-Protocol-Version header is required".into())),
+            None => {
+                return Err(mismatch(
+                    "the MCP-Protocol-Version header is required".into(),
+                ));
+            }
         }
     }
     match text(headers, &METHOD_HEADER) {
@@ -171,7 +175,12 @@ fn route_headers(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObje
 /// that is not visible ASCII reads as one that matches nothing.
 fn text<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
     let value = headers.get(name)?;
-    Some(value.to_str().unwrap_or("\u{0}invalid").trim_matches([' ', '\t']))
+    Some(
+        value
+            .to_str()
+            .unwrap_or("\u{0}invalid")
+            .trim_matches([' ', '\t']),
+    )
 }
 
 fn clip(s: &str) -> String {

