@@ -36,8 +36,8 @@ const REPLAY_ID: &str = "mcpvisor-takeover";
 /// What this session asks of the `serve` it is relayed to.
 #[derive(Clone, Copy)]
 pub(crate) struct Wanted {
-    /// `--short-names`.
-    pub(crate) short_names: bool,
+    /// `--names` (or `--short-names`).
+    pub(crate) naming: mcpvisor_serve::Naming,
     /// `--allow-faults`.
     pub(crate) faults: bool,
 }
@@ -98,7 +98,7 @@ pub(crate) async fn relay(
     let mut from_serve = BufReader::new(reader);
     let options = json!({
         "jsonrpc": "2.0", "id": "mcpvisor-relay", "method": extension::SESSION,
-        "params": {"names": if wanted.short_names { "short" } else { "qualified" }, "faults": wanted.faults},
+        "params": {"names": wanted.naming.word(), "faults": wanted.faults},
     });
     send(&mut writer, &options).await?;
     let answer = read_line(&mut from_serve)

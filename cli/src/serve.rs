@@ -48,7 +48,13 @@ pub(crate) struct ServeArgs {
     /// An Origin accepted besides loopback ones (repeatable).
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
-    /// Advertise `server__tool` instead of `mcp__server__tool` (for hosts that prefix names).
+    /// How tools and prompts are named to clients: `qualified`
+    /// (`mcp__server__tool`), `short` (`server__tool`, for hosts that prefix
+    /// names again) or `original` (the server's own name; one two servers
+    /// share is served by neither).
+    #[arg(long, value_name = "MODE", value_parser = parse_names, conflicts_with = "short_names")]
+    names: Option<Naming>,
+    /// `--names short`.
     #[arg(long)]
     short_names: bool,
     /// HTTP sessions open at once.
@@ -104,10 +110,10 @@ pub(crate) async fn serve(
     specs: impl Fn() -> Result<Vec<mcpvisor::ServerSpec>, Failure> + Send + Sync + 'static,
     stop: &mut StopSignals,
 ) -> Result<ExitCode, Failure> {
-    let naming = if args.short_names {
-        Naming::Short
-    } else {
-        Naming::Qualified
+    let naming = match (args.names, args.short_names) {
+        (Some(naming), _) => naming,
+        (None, true) => Naming::Short,
+        (None, false) => Naming::Qualified,
     };
     let place = SocketPlace::for_config(&settings.home, config.as_deref())
         .map_err(|e| Failure(format!("cannot name the socket: {e}"), 1))?;
@@ -123,7 +129,7 @@ pub(crate) async fn serve(
     // One supervisor per configuration: a second host shares the running one,
     // and takes its servers over when it goes.
     let wanted = relay::Wanted {
-        short_names: args.short_names,
+        naming,
         faults: args.allow_faults,
     };
     let mut takeover: Option<relay::Takeover> = None;
@@ -311,4 +317,8 @@ async fn report_reload(gateway: &Gateway) {
         ),
         Err(e) => eprintln!("mcpvisor: reload failed: {}", output::clean_line(&e)),
     }
+}
+
+fn parse_names(word: &str) -> Result<Naming, String> {
+    Naming::parse(word).ok_or_else(|| format!("{word:?}: use qualified, short or original"))
 }

@@ -90,6 +90,13 @@ impl Callers {
     }
 }
 
+impl Callers {
+    /// The one session calling `server` now, if one alone is.
+    pub(crate) fn calling(&self, server: &str) -> Option<Arc<Session>> {
+        self.caller(server).ok().map(|(session, _)| session)
+    }
+}
+
 /// Forgets a call when it ends.
 pub(crate) struct CallerGuard {
     callers: Arc<Callers>,

@@ -88,9 +88,15 @@ pub async fn answer(
         }
         methods::PROMPTS_LIST => {
             let catalog = host.prompts().await;
+            let hidden: std::collections::HashSet<String> = naming
+                .hidden(catalog.entries.iter().map(|p| &p.name))
+                .into_iter()
+                .map(str::to_string)
+                .collect();
             let items = catalog
                 .entries
                 .into_iter()
+                .filter(|p| !hidden.contains(p.name.tool()))
                 .map(|p| {
                     let mut value = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
                     value["name"] = Value::String(naming.advertise(&p.name).to_string());
@@ -101,8 +107,8 @@ pub async fn answer(
         }
         methods::PROMPTS_GET => {
             let name = string_param(params, "name")?;
-            let routed = naming
-                .route(name)
+            let routed = prompt_route(host, naming, name)
+                .await
                 .ok_or_else(|| invalid(format!("unknown prompt: {name}")))?;
             let arguments = prompt_arguments(params)?;
             match host.get_prompt(&routed, &arguments).await {
@@ -172,6 +178,17 @@ pub(crate) async fn owner(host: &Host, uri: &str) -> Result<Arc<str>, ErrorObjec
     }
 }
 
+/// The routed prompt a session's prompt name stands for.
+async fn prompt_route(host: &Host, naming: Naming, advertised: &str) -> Option<String> {
+    match naming {
+        Naming::Original => {
+            let catalog = host.prompts().await;
+            naming.route(advertised, catalog.entries.iter().map(|p| &p.name))
+        }
+        _ => naming.route(advertised, []),
+    }
+}
+
 async fn complete(host: &Host, naming: Naming, params: Option<&Value>) -> Outcome {
     let reference = params
         .and_then(|p| p.get("ref"))
@@ -188,8 +205,8 @@ async fn complete(host: &Host, naming: Naming, params: Option<&Value>) -> Outcom
     let target = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
             let name = text(reference, "name")?;
-            let routed = naming
-                .route(&name)
+            let routed = prompt_route(host, naming, &name)
+                .await
                 .ok_or_else(|| invalid(format!("unknown prompt: {name}")))?;
             CompletionTarget::Prompt(routed)
         }

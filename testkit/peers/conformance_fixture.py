@@ -297,10 +297,14 @@ async def elicit(ctx: Context, message: str, schema: dict[str, Any], label: str)
 @tool()
 async def test_elicitation(message: str, ctx: Context) -> str:
     """Tests server-initiated elicitation (user input request)."""
+    # The fields the suite's client answers with (tools-call-elicitation).
     schema = {
         "type": "object",
-        "properties": {"response": {"type": "string", "description": "User's response"}},
-        "required": ["response"],
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
     }
     return await elicit(ctx, message, schema, "User response")
 

@@ -43,8 +43,8 @@ impl Session {
                 ));
             }
         };
-        let routed = self.naming().route(name);
         let host = self.gateway.host();
+        let routed = crate::tools::route_of(host, self.naming(), name);
         let Some(route) = routed.as_deref() else {
             return outcome::unrouted(host, name, None);
         };
@@ -82,10 +82,21 @@ impl Session {
             _ => None,
         };
         let call = host.call(route, arguments, options);
-        let mut pending = if self.cancels_when_dropped() {
+        let call = if self.cancels_when_dropped() {
             registered.cancelling(call)
         } else {
             registered.detaching(call)
+        };
+        // A client that asked for logs hears the server's while it alone calls it.
+        let mut pending = match (self.asked_for_logs(), QualifiedMcpToolName::parse(route)) {
+            (true, Ok(name)) => {
+                let server: Arc<str> = Arc::from(name.server());
+                let events = host.events();
+                futures::future::Either::Left(Box::pin(
+                    self.relaying_logs(call, events, server, replies),
+                ))
+            }
+            _ => futures::future::Either::Right(call),
         };
         let given_up = async {
             match patience {
@@ -122,5 +133,50 @@ impl Session {
                 outcome::shutting_down()
             }
         }
+    }
+
+    /// `call`, with the log messages of `server` that come while it runs (and
+    /// before its answer) sent on `replies`, when this session alone calls
+    /// `server`: a message then relates to this session's work, and travels
+    /// with the request it relates to, as the transports say.
+    async fn relaying_logs<T>(
+        &self,
+        call: impl std::future::Future<Output = T>,
+        events: impl futures::Stream<Item = mcpvisor::HostEvent>,
+        server: Arc<str>,
+        replies: &Outbound,
+    ) -> T {
+        use futures::{FutureExt, StreamExt};
+        let mut call = std::pin::pin!(call);
+        let mut events = std::pin::pin!(events);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut call => {
+                    // What the server logged before it answered is queued already.
+                    while let Some(Some(event)) = events.next().now_or_never() {
+                        self.relay_log(&event, &server, replies);
+                    }
+                    return done;
+                }
+                Some(event) = events.next() => self.relay_log(&event, &server, replies),
+            }
+        }
+    }
+
+    fn relay_log(&self, event: &mcpvisor::HostEvent, server: &Arc<str>, replies: &Outbound) {
+        let mcpvisor::HostEvent::ServerLog {
+            server: from,
+            message,
+        } = event
+        else {
+            return;
+        };
+        if from != server || !self.wants_log(&message.level) || !self.calls_alone(server) {
+            return;
+        }
+        let params = json!({"level": message.level, "logger": &**server, "data": message.data});
+        // Advisory, like progress: dropped when the reader is this far behind.
+        let _ = replies.try_send(notification(methods::LOG_MESSAGE, params));
     }
 }

@@ -1,6 +1,8 @@
 //! What the host's events become for this client: `list_changed` for the lists
 //! it sees, resource updates it subscribed to, and log messages at its level.
 
+use std::sync::Arc;
+
 use mcpvisor::HostEvent;
 use mcpvisor_protocol::mcp::messages::methods;
 use serde_json::json;
@@ -31,10 +33,13 @@ impl Session {
             let params = json!({"text": event.to_string(), "event": described});
             self.tell(extension::EVENT, params);
         }
-        // Server logs may carry any session's call data: for trusted clients only.
+        // Server logs may carry any session's call data: for trusted clients
+        // only, unless they come while this session alone calls the server
+        // (then they go on its call's stream; see `Session::relaying_logs`).
         if let (HostEvent::ServerLog { server, message }, Some(min)) = (event, log_level)
             && self.ingress.is_trusted()
             && level_rank(&message.level).is_some_and(|l| l >= min)
+            && !self.calls_alone(server)
         {
             let params = json!({"level": message.level, "logger": &**server, "data": message.data});
             self.tell(methods::LOG_MESSAGE, params);
@@ -52,6 +57,28 @@ impl Session {
             self.tell(methods::RESOURCES_UPDATED, json!({ "uri": &**uri }));
         }
         wire::changes(event)
+    }
+
+    /// Whether this session is the one calling `server` now.
+    pub(super) fn calls_alone(&self, server: &str) -> bool {
+        let Some(callers) = self.gateway.callers() else {
+            return false;
+        };
+        callers
+            .calling(server)
+            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(&s), self))
+    }
+
+    /// Whether this client asked for any log messages.
+    pub(super) fn asked_for_logs(&self) -> bool {
+        self.state.lock().log_level.is_some()
+    }
+
+    /// Whether this client asked for log messages at `level` (a session's
+    /// `logging/setLevel`, a stateless request's `logLevel`).
+    pub(super) fn wants_log(&self, level: &str) -> bool {
+        let min = self.state.lock().log_level;
+        min.is_some_and(|min| level_rank(level).is_some_and(|l| l >= min))
     }
 
     /// Tells the client which lists changed (one notification per list).

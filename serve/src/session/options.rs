@@ -15,6 +15,7 @@ impl Session {
     pub(super) fn naming(&self) -> Naming {
         match self.naming.load(std::sync::atomic::Ordering::Relaxed) {
             n if n == Naming::Short as u8 => Naming::Short,
+            n if n == Naming::Original as u8 => Naming::Original,
             _ => Naming::Qualified,
         }
     }
@@ -34,15 +35,12 @@ impl Session {
                 "session options come before `initialize`",
             ));
         }
-        let naming = match params.and_then(|p| p.get("names")).and_then(Value::as_str) {
-            None | Some("qualified") => Naming::Qualified,
-            Some("short") => Naming::Short,
-            Some(_) => {
-                return Err(error(
-                    error_codes::INVALID_PARAMS,
-                    "`names` is `short` or `qualified`",
-                ));
-            }
+        let names = params.and_then(|p| p.get("names")).and_then(Value::as_str);
+        let Some(naming) = names.map_or(Some(Naming::Qualified), Naming::parse) else {
+            return Err(error(
+                error_codes::INVALID_PARAMS,
+                "`names` is `original`, `short` or `qualified`",
+            ));
         };
         let faults = params
             .and_then(|p| p.get("faults"))
