@@ -188,6 +188,7 @@ impl Host {
             local.output.clone(),
             local.mirrored.as_deref(),
             timeout,
+            options.answers,
         ) {
             Ok((id, answer)) => PendingCall::waiting(
                 answer,

@@ -84,6 +84,24 @@ pub enum HostAsk {
     Url(UrlRequest),
 }
 
+tokio::task_local! {
+    static ROUND_KEY: Arc<str>;
+}
+
+/// The key a stateless server (2026-07-28) gave the question a handler is
+/// answering now, when it asked in a multi-round-trip result; `None` for a
+/// server's own request. A handler that relays the question to a client of
+/// its own asks it under the same key. Read it where the handler is called,
+/// not in a task it spawns.
+pub fn round_key() -> Option<Arc<str>> {
+    ROUND_KEY.try_with(Arc::clone).ok()
+}
+
+/// Runs `answering` as the answer to the round question `key`.
+pub(crate) async fn in_round<T>(key: &str, answering: impl Future<Output = T>) -> T {
+    ROUND_KEY.scope(Arc::from(key), answering).await
+}
+
 /// A handler's answer, or a JSON-RPC error for the server.
 pub type HostAnswer<T> = Pin<Box<dyn Future<Output = Result<T, ErrorObject>> + Send>>;
 

@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
 use mcpvisor_protocol::mcp::messages::call_tool_line;
 use mcpvisor_protocol::mcp::output_schema::OutputCheck;
 use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
@@ -251,6 +252,7 @@ impl CallLane {
         output: Option<Arc<ToolOutput>>,
         mirrored: Option<&ParamHeaders>,
         timeout: Duration,
+        answers: Option<ClientCapabilities>,
     ) -> Result<(i64, Answer), CallError> {
         let with_progress = progress.is_some();
         let params_headers = match (self.meta.get(), mirrored) {
@@ -287,7 +289,8 @@ impl CallLane {
                 with_progress,
                 params_headers,
                 timeout,
-            );
+            )
+            .map(|retry| retry.answering(answers));
             let mut retry = retry;
             let line = retry.as_mut().map(|r| self.round_line(id, r));
             slot.retry = retry;

@@ -51,7 +51,7 @@ pub use host::{
 };
 pub use host_requests::{
     ClientHandler, FormRequest, HostAnswer, HostAsk, SamplingRequest, SharedClientHandler,
-    UrlRequest,
+    UrlRequest, round_key,
 };
 pub use messages::ReloadReport;
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};

@@ -165,12 +165,25 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Asks the server for progress and receives it.
     pub progress: Option<ProgressCallback>,
+    /// What the client this call is made for answers, when less than the
+    /// host's handler does (a gateway's client): a 2026-07-28 server is told
+    /// only that, so it asks only what will be answered. Local calls only.
+    pub answers: Option<mcpvisor_protocol::mcp::messages::ClientCapabilities>,
 }
 
 impl CallOptions {
     /// Sets the timeout.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Declares only what `answers` answers to the server, for this call.
+    pub fn answering(
+        mut self,
+        answers: mcpvisor_protocol::mcp::messages::ClientCapabilities,
+    ) -> Self {
+        self.answers = Some(answers);
         self
     }
 
@@ -186,6 +199,7 @@ impl fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.is_some())
+            .field("answers", &self.answers)
             .finish()
     }
 }

@@ -75,6 +75,8 @@ impl Callers {
             .into_iter()
             .flatten()
             .filter_map(|c| Some((c.session.upgrade()?, c)))
+            // A parked call's server waits for the answers it has asked for.
+            .filter(|(s, _)| !s.is_parked())
             .collect();
         let Some((newest, caller)) = live.last() else {
             return Err(format!(
@@ -140,6 +142,8 @@ impl Forwarder {
     /// Sends `ask` to the client calling its server and waits for its answer.
     fn relay(&self, ask: HostAsk) -> impl Future<Output = Result<Value, ErrorObject>> + use<> {
         let callers = self.0.clone();
+        // Read where the handler is called: the round's key lives in this task.
+        let key = mcpvisor::round_key();
         async move {
             let (server, method) = (ask.server(), ask.method());
             let (session, replies) = callers
@@ -166,7 +170,7 @@ impl Forwarder {
             if let HostAsk::Url(asked) = &ask {
                 session.expect_completion(server, &asked.elicitation.elicitation_id);
             }
-            session.ask(method, params, &replies).await
+            session.ask(key, method, params, &replies).await
         }
     }
 }

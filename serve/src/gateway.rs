@@ -64,6 +64,8 @@ pub struct Gateway {
     reloading: tokio::sync::Mutex<()>,
     /// How many sessions subscribed to each resource.
     pub(crate) subscribers: crate::subscriptions::Subscribers,
+    /// Stateless calls waiting for their clients' answers.
+    pub(crate) bridge: crate::bridge::Bridge,
 }
 
 impl Gateway {
@@ -85,6 +87,7 @@ impl Gateway {
             callers,
             reloading: tokio::sync::Mutex::new(()),
             subscribers: Default::default(),
+            bridge: Default::default(),
         });
         let weak = Arc::downgrade(&gateway);
         let (host, wait) = (gateway.host.clone(), gateway.options.first_start);

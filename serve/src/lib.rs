@@ -16,6 +16,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+mod bridge;
 pub mod client;
 mod convert;
 mod events;

@@ -101,6 +101,10 @@ pub struct Session {
     watcher: Mutex<Option<tokio::task::AbortHandle>>,
     /// Resources this session subscribed to.
     subscribed: subscriptions::Mine,
+    /// A stateless request's call: where its server's questions go (the
+    /// bridge turns them into the call's rounds).
+    /// (and whether the call is parked, waiting for the client's retry).
+    asking: Mutex<Option<(crate::bridge::Asking, Arc<std::sync::atomic::AtomicBool>)>>,
     /// The request table is this session's own (not a stateless request's
     /// borrowed from the connection it came on), so closing the session closes it.
     owns_requests: bool,
@@ -153,6 +157,7 @@ impl Session {
             next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
             subscribed: Default::default(),
+            asking: Mutex::new(None),
             owns_requests: true,
         });
         session.watch(events, coalesce);
@@ -195,6 +200,7 @@ impl Session {
             next_ask: AtomicU64::new(1),
             watcher: Mutex::new(None),
             subscribed: Default::default(),
+            asking: Mutex::new(None),
         })
     }
 

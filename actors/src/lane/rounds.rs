@@ -70,7 +70,8 @@ impl InputAsker {
             ));
         };
         let ask = HostAsk::read(server.clone(), request.method, request.params, self.offered)?;
-        ask.answer_within(&*handler.0, self.timeout).await
+        let answering = ask.answer_within(&*handler.0, self.timeout);
+        host_requests::in_round(&request.key, answering).await
     }
 }
 
@@ -84,6 +85,9 @@ pub(super) struct Retry {
     progress: bool,
     /// The `Mcp-Param-*` headers of a `tools/call` (its arguments do not change).
     mirrored: Vec<(String, String)>,
+    /// What the caller's own client answers, when less than the connection
+    /// does (a gateway's client): each round declares only that.
+    answers: Option<ClientCapabilities>,
     /// The id the caller was given, which cancels every round.
     pub(super) origin: i64,
     /// Rounds answered so far.
@@ -95,6 +99,12 @@ pub(super) struct Retry {
 }
 
 impl Retry {
+    /// Declares only what `answers` answers in each round.
+    pub(super) fn answering(mut self: Box<Self>, answers: Option<ClientCapabilities>) -> Box<Self> {
+        self.answers = answers;
+        self
+    }
+
     /// A request of `method` with `params` that may go several rounds, if
     /// the method can be asked questions.
     pub(super) fn of(
@@ -111,6 +121,7 @@ impl Retry {
             params,
             progress,
             mirrored,
+            answers: None,
             origin,
             round: 0,
             deadline: Instant::now() + timeout,
@@ -142,7 +153,7 @@ impl CallLane {
         {
             map.insert("_meta".into(), serde_json::json!({ "progressToken": id }));
         }
-        let ((line, route), mut kept) = self.line_keeping(id, retry.method, params);
+        let ((line, route), mut kept) = self.line_keeping(id, retry.method, params, retry.answers);
         // What a retry sends again is the caller's params, without this round's `_meta`.
         if let Value::Object(map) = &mut kept {
             map.remove("_meta");
@@ -248,11 +259,19 @@ impl CallLane {
         let asker = asker.clone();
         self.spawn(async move {
             let server = me.server.clone();
+            // A round's questions are asked together, as the server asked
+            // them: a host that relays them (a gateway's client) sees them as one.
             let answers = async {
+                let asking = asked.requests.iter().cloned().map(|request| {
+                    let (asker, server) = (&asker, &server);
+                    async move {
+                        let key = request.key.clone();
+                        (key, asker.answer(server, request).await)
+                    }
+                });
                 let mut answers = Map::new();
-                for request in asked.requests.iter().cloned() {
-                    let key = request.key.clone();
-                    match asker.answer(&server, request).await {
+                for (key, answer) in futures::future::join_all(asking).await {
+                    match answer {
                         Ok(answer) => {
                             answers.insert(key, answer);
                         }

@@ -4,6 +4,7 @@
 //! removed is refused before it is sent.
 
 use mcpvisor_protocol::mcp::logging::LogLevel;
+use mcpvisor_protocol::mcp::messages::ClientCapabilities;
 use mcpvisor_protocol::mcp::messages::{ResultError, methods};
 use mcpvisor_protocol::mcp::request_meta::{LOG_LEVEL_KEY, RequestMeta};
 use mcpvisor_protocol::mcp::result_type::ResultType;
@@ -103,10 +104,24 @@ impl CallLane {
         method: &str,
         params: Option<Value>,
     ) -> (Option<Value>, Option<Box<RouteHeaders>>) {
+        self.stamped_for(method, params, None)
+    }
+
+    /// [`CallLane::stamped`], declaring only what both this connection and
+    /// `answers` (the client a request is made for) answer.
+    fn stamped_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        answers: Option<ClientCapabilities>,
+    ) -> (Option<Value>, Option<Box<RouteHeaders>>) {
         match self.meta.get() {
             Some(meta) => {
                 let route = RouteHeaders::new(meta.revision(), method, params.as_ref());
-                let mut stamped = meta.stamp(params);
+                let narrowed = answers
+                    .zip(self.asker.get())
+                    .map(|(answers, asker)| meta.answering(asker.offered.within(answers)));
+                let mut stamped = narrowed.as_ref().unwrap_or(meta).stamp(params);
                 if let Some(level) = *self.log_level.lock()
                     && let Some(meta) = stamped.get_mut("_meta").and_then(Value::as_object_mut)
                 {
@@ -120,8 +135,14 @@ impl CallLane {
 
     /// [`CallLane::line_of`], giving the stamped params back: the line is
     /// written from them, not from a copy.
-    pub(super) fn line_keeping(&self, id: i64, method: &str, params: Value) -> (Line, Value) {
-        let (params, route) = self.stamped(method, Some(params));
+    pub(super) fn line_keeping(
+        &self,
+        id: i64,
+        method: &str,
+        params: Value,
+        answers: Option<ClientCapabilities>,
+    ) -> (Line, Value) {
+        let (params, route) = self.stamped_for(method, Some(params), answers);
         let message = Message::Request(Request::new(RequestId::Number(id), method, params));
         let mut line = message.to_vec();
         line.push(b'\n');

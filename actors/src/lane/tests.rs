@@ -116,12 +116,12 @@ async fn limits_failures_and_close_are_typed() {
     let mut waiting = Vec::new();
     for _ in 0..4 {
         waiting.push(
-            lane.start("x", None, None, None, None, Duration::from_secs(60))
+            lane.start("x", None, None, None, None, Duration::from_secs(60), None)
                 .unwrap(),
         );
     }
     assert!(matches!(
-        lane.start("x", None, None, None, None, Duration::from_secs(60)),
+        lane.start("x", None, None, None, None, Duration::from_secs(60), None),
         Err(CallError::Overloaded { limit: 4, .. })
     ));
     let (first, first_rx) = waiting.remove(0);
@@ -143,7 +143,7 @@ async fn limits_failures_and_close_are_typed() {
         assert!(matches!(rx.await.unwrap(), Err(CallError::Shutdown)));
     }
     assert!(matches!(
-        lane.start("x", None, None, None, None, Duration::from_secs(60)),
+        lane.start("x", None, None, None, None, Duration::from_secs(60), None),
         Err(CallError::ServerUnavailable { .. })
     ));
 }
@@ -155,7 +155,7 @@ async fn a_failed_write_is_reported_once_and_the_call_fails_typed() {
     drop(wrote);
     for _ in 0..2 {
         assert!(matches!(
-            lane.start("x", None, None, None, None, Duration::from_secs(60)),
+            lane.start("x", None, None, None, None, Duration::from_secs(60), None),
             Err(CallError::ServerUnavailable { .. })
         ));
     }

@@ -139,6 +139,18 @@ impl ClientCapabilities {
         }
     }
 
+    /// What both `self` and `other` answer (a gateway's, narrowed to what
+    /// the client a call is made for answers).
+    pub fn within(self, other: ClientCapabilities) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: self.sampling && other.sampling,
+            elicitation: self.elicitation && other.elicitation,
+            elicitation_url: self.elicitation_url && other.elicitation_url,
+            sampling_tools: self.sampling_tools && other.sampling_tools,
+            roots: self.roots && other.roots,
+        }
+    }
+
     /// Whether a server request for `method` is one of these.
     pub fn offers(self, method: &str) -> bool {
         match method {

@@ -19,6 +19,24 @@ pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// request's answer (none without it).
 pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 
+/// `capabilities` as `_meta` declares them at `revision`.
+fn capabilities_at(revision: Revision, capabilities: ClientCapabilities) -> Value {
+    let mut declared = capabilities.to_value_at(revision);
+    if revision.rules().stateless
+        && let Value::Object(map) = &mut declared
+    {
+        // A task the server makes of a request is followed (the lane's
+        // tasks extension), so every request says it may be one.
+        let extensions = map
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(extensions) = extensions {
+            extensions.insert(TASKS_EXTENSION.into(), json!({}));
+        }
+    }
+    declared
+}
+
 /// The `_meta` a client puts on each request at a stateless revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestMeta {
@@ -36,24 +54,20 @@ impl RequestMeta {
         name: &str,
         version: &str,
     ) -> RequestMeta {
-        let mut capabilities = capabilities.to_value_at(revision);
-        if revision.rules().stateless
-            && let Value::Object(map) = &mut capabilities
-        {
-            // A task the server makes of a request is followed (the lane's
-            // tasks extension), so every request says it may be one.
-            let extensions = map
-                .entry("extensions")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(extensions) = extensions {
-                extensions.insert(TASKS_EXTENSION.into(), json!({}));
-            }
-        }
         RequestMeta {
             revision,
-            capabilities,
+            capabilities: capabilities_at(revision, capabilities),
             client_info: json!({"name": name, "version": version}),
             log_level: None,
+        }
+    }
+
+    /// The same meta, answering `capabilities` instead (for one request made
+    /// for a client that answers less).
+    pub fn answering(&self, capabilities: ClientCapabilities) -> RequestMeta {
+        RequestMeta {
+            capabilities: capabilities_at(self.revision, capabilities),
+            ..self.clone()
         }
     }
 

@@ -3,25 +3,66 @@
 //! the client's response or failed when the session ends.
 
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, Message, Request, RequestId, error_codes};
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{Outbound, Session, error};
 
 impl Session {
-    /// Whether the client declared the capability a server request needs.
+    /// Whether the client declared the capability a server request needs. A
+    /// stateless request's client is asked through the bridge, which checks
+    /// it there and answers the client -32021 when it does not.
+    /// Whether this session's call waits, parked, for its client's retry.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.asking
+            .lock()
+            .as_ref()
+            .is_some_and(|(_, parked)| parked.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
     pub(crate) fn offers(&self, method: &str, params: &Value) -> bool {
-        self.state.lock().client.offers_request(method, params)
+        let state = self.state.lock();
+        state.stateless || state.client.offers_request(method, params)
     }
 
     /// Sends the client a request on `replies` and waits for its answer (the
     /// caller bounds the wait; a dropped wait forgets the request).
     pub(crate) async fn ask(
         &self,
+        key: Option<Arc<str>>,
         method: &str,
         params: Value,
         replies: &Outbound,
     ) -> Result<Value, ErrorObject> {
+        let asking = self
+            .asking
+            .lock()
+            .as_ref()
+            .map(|(asking, _)| asking.clone());
+        if let Some(asking) = asking {
+            // A stateless client: the question goes into the call's next round.
+            let (answer, told) = oneshot::channel();
+            let asked = crate::bridge::Asked {
+                key,
+                method: method.to_string(),
+                params,
+                answer,
+            };
+            if asking.send(asked).await.is_err() {
+                return Err(error(
+                    error_codes::INTERNAL_ERROR,
+                    "the client's call has ended",
+                ));
+            }
+            return told.await.unwrap_or_else(|_| {
+                Err(error(
+                    error_codes::INTERNAL_ERROR,
+                    "the client's request ended before it answered",
+                ))
+            });
+        }
         let id = RequestId::String(format!(
             "mcpvisor-{}",
             self.next_ask

@@ -13,8 +13,10 @@ use serde_json::{Value, json};
 
 use crate::convert;
 
-use crate::in_flight::{Registered, RequestMarks};
+use crate::bridge::{Binding, Op};
+use crate::in_flight::{Registered, RequestMarks, Requests};
 use crate::outcome::{self, Outcome};
+use mcpvisor_protocol::wire::jsonrpc::RequestId;
 
 use super::{Outbound, Session, error, extension, notification};
 
@@ -25,6 +27,69 @@ impl Session {
         replies: &Outbound,
         marks: &RequestMarks,
         registered: &Registered,
+    ) -> Outcome {
+        let (stateless, client) = {
+            let state = self.state.lock();
+            (state.stateless, state.client)
+        };
+        let Some(me) = self.me.upgrade().filter(|_| stateless) else {
+            let cancel_on_drop = self.cancels_when_dropped();
+            return self
+                .call_direct(params, replies, marks, registered, cancel_on_drop)
+                .await;
+        };
+        // A stateless client is asked through rounds: the call runs on its
+        // own, and what its server asks parks it for the client's retry.
+        let bridge = &self.gateway.bridge;
+        let binding = Binding::of(methods::TOOLS_CALL, params.as_ref());
+        let op = match params.as_ref().and_then(|p| p.get("requestState")) {
+            None | Some(Value::Null) => {
+                let replies = replies.clone();
+                let (op, _) = Op::start_with(|asking, parked| {
+                    *me.asking.lock() = Some((asking, parked));
+                    me.call_detached(params, replies)
+                });
+                op
+            }
+            Some(Value::String(state)) => {
+                let responses = params
+                    .as_ref()
+                    .and_then(|p| p.get("inputResponses"))
+                    .and_then(Value::as_object);
+                bridge.resume(state, &binding, responses)?
+            }
+            Some(_) => {
+                return Err(error(
+                    error_codes::INVALID_PARAMS,
+                    "`requestState` must be the string the last round gave",
+                ));
+            }
+        };
+        bridge.drive(op, binding, client).await
+    }
+
+    /// A call run by the bridge, on a task of its own: registered in a table
+    /// of its own, and cancelled upstream when the bridge drops it.
+    async fn call_detached(self: Arc<Self>, params: Option<Value>, replies: Outbound) -> Outcome {
+        let requests = Arc::new(Requests::default());
+        let Ok(admitted) = requests.admit(&RequestId::Number(0), 1) else {
+            return Err(error(
+                error_codes::INTERNAL_ERROR,
+                "the call could not be registered",
+            ));
+        };
+        let (marks, registered) = (admitted.marks, admitted.registered);
+        self.call_direct(params, &replies, &marks, &registered, true)
+            .await
+    }
+
+    async fn call_direct(
+        &self,
+        params: Option<Value>,
+        replies: &Outbound,
+        marks: &RequestMarks,
+        registered: &Registered,
+        cancel_on_drop: bool,
     ) -> Outcome {
         let params = params.unwrap_or(Value::Null);
         let Some(name) = params.get("name").and_then(Value::as_str) else {
@@ -48,7 +113,8 @@ impl Session {
         let Some(route) = routed.as_deref() else {
             return outcome::unrouted(host, name, None);
         };
-        let mut options = CallOptions::default();
+        // A 2026-07-28 server is told, and so asks, only what this client answers.
+        let mut options = CallOptions::default().answering(self.state.lock().client);
         // mcpvisor's own clients may shorten (or lengthen) the server's timeout.
         let patience = params
             .get("_meta")
@@ -82,7 +148,7 @@ impl Session {
             _ => None,
         };
         let call = host.call(route, arguments, options);
-        let call = if self.cancels_when_dropped() {
+        let call = if cancel_on_drop {
             registered.cancelling(call)
         } else {
             registered.detaching(call)
