@@ -64,17 +64,19 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
-    /// The binding of a `method` request with `params`.
+    /// The binding of a `method` request with `params`: what it addresses
+    /// and with what (`name`, `uri`, `arguments`). Other params are not the
+    /// request's identity: a retry that adds some is the same request.
     pub(crate) fn of(method: &str, params: Option<&Value>) -> Binding {
-        let mut params = params.cloned().unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut params {
-            for round in ["_meta", "inputResponses", "requestState"] {
-                map.remove(round);
+        let mut bound = Map::new();
+        for key in ["name", "uri", "arguments"] {
+            if let Some(value) = params.and_then(|p| p.get(key)) {
+                bound.insert(key.into(), value.clone());
             }
         }
         Binding {
             method: method.to_string(),
-            params,
+            params: Value::Object(bound),
         }
     }
 }
@@ -96,6 +98,9 @@ pub(crate) struct Op {
     asks: mpsc::Receiver<Asked>,
     waiting: Vec<Waiting>,
     next_key: usize,
+    /// Answers the client sent before it was asked (a stateless server's
+    /// keys are its own, so a client may know them): given as asked.
+    given: Map<String, Value>,
 }
 
 impl Drop for Op {
@@ -105,6 +110,16 @@ impl Drop for Op {
 }
 
 impl Op {
+    /// Answers the client gives before it is asked, by the server's keys.
+    pub(crate) fn give(&mut self, answers: &Map<String, Value>) {
+        self.given
+            .extend(answers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+
+    fn given_for(&mut self, asked: &Asked) -> Option<Value> {
+        self.given.remove(&**asked.key.as_ref()?)
+    }
+
     /// Runs the call `call` makes of the sender its questions go to (and the
     /// flag that says the call is parked), as a task of its own.
     pub(crate) fn start_with<F>(call: impl FnOnce(Asking, Arc<AtomicBool>) -> F) -> (Op, Asking)
@@ -128,6 +143,7 @@ impl Op {
             asks,
             waiting: Vec::new(),
             next_key: 1,
+            given: Map::new(),
         };
         (op, asking)
     }
@@ -158,7 +174,7 @@ impl Bridge {
         client: ClientCapabilities,
     ) -> Outcome {
         // Questions left unanswered by the last retry are asked again.
-        if op.waiting.is_empty() {
+        while op.waiting.is_empty() {
             tokio::select! {
                 outcome = &mut op.outcome => return ended(outcome),
                 first = op.asks.recv() => {
@@ -171,6 +187,10 @@ impl Bridge {
                         round.push(more);
                     }
                     for asked in round {
+                        if let Some(answer) = op.given_for(&asked) {
+                            let _ = asked.answer.send(Ok(answer));
+                            continue;
+                        }
                         if !client.offers_request(&asked.method, &asked.params) {
                             return Err(missing_capability(&asked.method));
                         }
@@ -360,6 +380,11 @@ mod tests {
         assert!(bridge.resume(&format!("{state}x"), &binding, None).is_err());
         let other = Binding::of("tools/call", Some(&json!({"name": "u"})));
         assert!(bridge.resume(&state, &other, None).is_err());
+        let more = Binding::of("tools/call", Some(&json!({"name": "t", "extra": 1})));
+        assert_eq!(
+            more, binding,
+            "params beyond name, uri and arguments are not bound"
+        );
 
         let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada"}}});
         let op = bridge
@@ -390,6 +415,22 @@ mod tests {
         let again = bridge.drive(op, binding, offers(true)).await.unwrap();
         assert_eq!(again["inputRequests"], first["inputRequests"]);
         assert_ne!(again["requestState"], first["requestState"]);
+    }
+
+    #[tokio::test]
+    async fn an_answer_sent_before_the_question_is_given_when_asked() {
+        let bridge = Bridge::default();
+        let (mut op, _asking) = asking_call();
+        op.give(
+            json!({"name": {"action": "accept", "content": {"name": "Bo"}}, "other": 1})
+                .as_object()
+                .unwrap(),
+        );
+        let done = bridge
+            .drive(op, Binding::of("tools/call", None), offers(true))
+            .await
+            .unwrap();
+        assert_eq!(done["content"][0]["text"], "Bo");
     }
 
     #[tokio::test]

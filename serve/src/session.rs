@@ -408,10 +408,15 @@ impl Session {
                     },
                     id: request.id,
                 }),
-                Err(error) => Message::Error(ErrorResponse {
-                    id: Some(request.id),
-                    error,
-                }),
+                Err(mut error) => {
+                    if stateless {
+                        stateless::error_at(request.params.as_ref(), &mut error);
+                    }
+                    Message::Error(ErrorResponse {
+                        id: Some(request.id),
+                        error,
+                    })
+                }
             };
             Some((message, registered))
         })

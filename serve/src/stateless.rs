@@ -214,6 +214,23 @@ pub(crate) fn complete(method: &str, result: &mut Value, scope: &'static str) {
     }
 }
 
+/// The 2025 code for a resource not found, which 2026-07-28 made -32602.
+const RESOURCE_NOT_FOUND_2025: i64 = -32002;
+
+/// Writes what an error at this revision says differently: a resource not
+/// found is invalid params (-32602), with the URI asked in `data.uri`.
+pub(crate) fn error_at(params: Option<&Value>, error: &mut ErrorObject) {
+    if error.code != RESOURCE_NOT_FOUND_2025 {
+        return;
+    }
+    error.code = error_codes::INVALID_PARAMS;
+    let uri = params.and_then(|p| p.get("uri")).cloned();
+    let data = error.data.get_or_insert_with(|| Value::Object(Map::new()));
+    if let (Value::Object(data), Some(uri)) = (data, uri) {
+        data.entry("uri").or_insert(uri);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +353,24 @@ mod tests {
             (read["ttlMs"].clone(), read["cacheScope"].clone()),
             (json!(5000), json!("private"))
         );
+    }
+
+    #[test]
+    fn a_resource_not_found_is_invalid_params_naming_the_uri() {
+        let mut e = ErrorObject {
+            code: -32002,
+            message: "no".into(),
+            data: None,
+        };
+        error_at(Some(&json!({"uri": "test://x"})), &mut e);
+        assert_eq!((e.code, e.data), (-32602, Some(json!({"uri": "test://x"}))));
+        let mut other = ErrorObject {
+            code: -32603,
+            message: "no".into(),
+            data: None,
+        };
+        error_at(Some(&json!({"uri": "test://x"})), &mut other);
+        assert_eq!((other.code, other.data), (-32603, None));
     }
 
     #[test]

@@ -16,8 +16,9 @@ use mcpvisor_protocol::mcp::messages::methods;
 use mcpvisor_protocol::mcp::modern_errors::{
     HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
+use mcpvisor_protocol::mcp::param_headers::ParamHeaders;
 use mcpvisor_protocol::mcp::revision::Revision;
-use mcpvisor_protocol::mcp::route_headers::decode_value;
+use mcpvisor_protocol::mcp::route_headers::{PARAM_HEADER_PREFIX, decode_value};
 use mcpvisor_protocol::mcp::subscriptions::LISTEN;
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, Message, Request, error_codes};
 use serde_json::Value;
@@ -78,7 +79,8 @@ pub(super) async fn answer(
     };
     let gateway = &endpoint.gateway;
     let checked = route_headers(headers, &request)
-        .and_then(|()| stateless::read(&request, &gateway.options().protocol_versions));
+        .and_then(|()| stateless::read(&request, &gateway.options().protocol_versions))
+        .and_then(|modern| param_headers(headers, &request, endpoint).map(|()| modern));
     let modern = match checked {
         Ok(modern) => modern,
         Err(error) => return refuse_error(StatusCode::BAD_REQUEST, request.id, error),
@@ -168,6 +170,69 @@ fn route_headers(headers: &HeaderMap, request: &Request) -> Result<(), ErrorObje
             "the Mcp-Name header is required for {}",
             request.method
         ))),
+    }
+}
+
+/// Checks the `Mcp-Param-*` headers of a `tools/call` against its
+/// arguments, for the parameters the tool's schema mirrors (`x-mcp-header`):
+/// each present and not null must come, with the same value. Headers the
+/// tool does not declare are not the gateway's to judge.
+fn param_headers(
+    headers: &HeaderMap,
+    request: &Request,
+    endpoint: &Endpoint,
+) -> Result<(), ErrorObject> {
+    if request.method != methods::TOOLS_CALL {
+        return Ok(());
+    }
+    let params = request.params.as_ref();
+    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let host = endpoint.gateway.host();
+    let Some(routed) = crate::tools::route_of(host, endpoint.options.naming, name) else {
+        return Ok(());
+    };
+    let table = host.routes();
+    let Some(route) = table.get(&routed) else {
+        return Ok(());
+    };
+    let Ok(Some(mirrored)) = ParamHeaders::declared(&route.definition.input_schema) else {
+        return Ok(());
+    };
+    // A wrongly typed argument is the tool's own error to give.
+    let Ok(expected) = mirrored.extract(params.and_then(|p| p.get("arguments"))) else {
+        return Ok(());
+    };
+    for (part, value) in expected {
+        let header = format!("{PARAM_HEADER_PREFIX}{part}");
+        let Ok(header_name) = HeaderName::from_bytes(header.to_ascii_lowercase().as_bytes()) else {
+            continue;
+        };
+        let sent = text(headers, &header_name).map(decode_value);
+        let wanted = decode_value(&value);
+        match sent {
+            None => return Err(mismatch(format!("the {header} header is required"))),
+            Some(sent) if sent.is_some() && same_value(sent.as_deref(), wanted.as_deref()) => {}
+            Some(_) => {
+                return Err(mismatch(format!(
+                    "{header} does not match the argument it mirrors"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Equal as text, or as numbers (`42.0` is `42`).
+fn same_value(sent: Option<&str>, wanted: Option<&str>) -> bool {
+    match (sent, wanted) {
+        (Some(a), Some(b)) if a == b => true,
+        (Some(a), Some(b)) => matches!(
+            (a.parse::<f64>(), b.parse::<f64>()),
+            (Ok(x), Ok(y)) if x == y
+        ),
+        _ => false,
     }
 }
 

@@ -42,22 +42,32 @@ impl Session {
         // own, and what its server asks parks it for the client's retry.
         let bridge = &self.gateway.bridge;
         let binding = Binding::of(methods::TOOLS_CALL, params.as_ref());
+        let responses = match params.as_ref().and_then(|p| p.get("inputResponses")) {
+            None => None,
+            // Each answer is the result the question asked for: an object.
+            Some(Value::Object(responses)) if responses.values().all(Value::is_object) => {
+                Some(responses.clone())
+            }
+            Some(_) => {
+                return Err(error(
+                    error_codes::INVALID_PARAMS,
+                    "`inputResponses` must be an object of answers (each an object) by key",
+                ));
+            }
+        };
         let op = match params.as_ref().and_then(|p| p.get("requestState")) {
             None | Some(Value::Null) => {
                 let replies = replies.clone();
-                let (op, _) = Op::start_with(|asking, parked| {
+                let (mut op, _) = Op::start_with(|asking, parked| {
                     *me.asking.lock() = Some((asking, parked));
                     me.call_detached(params, replies)
                 });
+                if let Some(responses) = &responses {
+                    op.give(responses);
+                }
                 op
             }
-            Some(Value::String(state)) => {
-                let responses = params
-                    .as_ref()
-                    .and_then(|p| p.get("inputResponses"))
-                    .and_then(Value::as_object);
-                bridge.resume(state, &binding, responses)?
-            }
+            Some(Value::String(state)) => bridge.resume(state, &binding, responses.as_ref())?,
             Some(_) => {
                 return Err(error(
                     error_codes::INVALID_PARAMS,
