@@ -3,6 +3,7 @@
 //! JSON-RPC and by third-party clients (the TypeScript and Python SDKs, rmcp).
 
 mod attach;
+mod bridge;
 mod forwarding;
 mod http;
 mod http_hardening;

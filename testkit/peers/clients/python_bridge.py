@@ -2,7 +2,8 @@
 filled in, answered by this client on the Python `mcp` SDK (2.x); used by
 serve/tests/it/bridge.rs.
 
-Usage: python_bridge.py <mode> <url> <tool> [arguments-json]
+Usage: python_bridge.py <mode> <tool> <arguments-json> http <url>
+       python_bridge.py <mode> <tool> <arguments-json> stdio <command> [args...]
 
 <mode> is "legacy" (initialize at 2025-11-25: the gateway sends this client an
 elicitation/create request) or "2026-07-28" (pinned, no fallback: the gateway
@@ -13,16 +14,18 @@ error.
 """
 
 import json
+import os
 import sys
 
 import anyio
 import mcp_types as types
 from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
 
 ANSWERS = {"username": "ada", "email": "ada@example.com", "name": "Ada"}
 
 
-async def main(mode: str, url: str, tool: str, arguments: dict) -> dict:
+async def main(mode: str, tool: str, arguments: dict, server) -> dict:
     out: dict = {"mode": mode, "asked": []}
 
     async def elicitation(context, params):
@@ -34,7 +37,7 @@ async def main(mode: str, url: str, tool: str, arguments: dict) -> dict:
 
     try:
         with anyio.fail_after(60):
-            async with Client(url, mode=mode, elicitation_callback=elicitation) as client:
+            async with Client(server, mode=mode, elicitation_callback=elicitation) as client:
                 out["protocol_version"] = client.protocol_version
                 result = await client.call_tool(tool, arguments)
                 out["text"] = "".join(getattr(b, "text", "") for b in result.content)
@@ -45,8 +48,13 @@ async def main(mode: str, url: str, tool: str, arguments: dict) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    if len(args) < 5 or args[3] not in ("http", "stdio"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    arguments = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-    print(json.dumps(anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], arguments)), flush=True)
+    mode, tool, arguments = args[0], args[1], json.loads(args[2])
+    if args[3] == "http":
+        server = args[4]
+    else:
+        server = StdioServerParameters(command=args[4], args=args[5:], env=dict(os.environ), cwd=os.getcwd())
+    print(json.dumps(anyio.run(main, mode, tool, arguments, server)), flush=True)
