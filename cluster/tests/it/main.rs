@@ -5,4 +5,5 @@ mod auth;
 mod chaos;
 mod hardening;
 mod identity;
+mod load_balancer;
 mod nodes;

@@ -1,0 +1,239 @@
+//! Two `mcpvisor serve` nodes joined as one cluster behind a real HTTP load
+//! balancer (nginx from Debian's packages, round-robin, on loopback), as
+//! docs/CLUSTER.md sets it up to grow past one machine. At 2026-07-28 a
+//! request needs no session, so either node may answer any request: a
+//! client's calls land on both nodes and all succeed, calls to a server only
+//! one node supervises included; with one node killed, calls to its server
+//! fail typed and the rest keep working.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use testkit::cluster::{Node, await_tools};
+use testkit::peers::free_port;
+
+const TOKEN: &str = "lb-token-3f9a1c-never-printed-77de";
+
+/// nginx in front of `upstreams`, logging which upstream answered each request.
+struct Nginx {
+    child: Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Nginx {
+    fn start(dir: &Path, upstreams: &[String]) -> Option<Nginx> {
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let port = free_port();
+        let log = dir.join("upstreams.log");
+        let servers: String = upstreams
+            .iter()
+            .map(|u| format!("        server {u} max_fails=1 fail_timeout=30s;\n"))
+            .collect();
+        // Round-robin; answers stream (SSE) unbuffered; the client's Host and
+        // headers pass through; a node that refuses the connection is skipped.
+        let conf = format!(
+            "worker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n    access_log off;\n    client_body_temp_path {dir}/body;\n\
+                 proxy_temp_path {dir}/proxy;\n    fastcgi_temp_path {dir}/fastcgi;\n\
+                 uwsgi_temp_path {dir}/uwsgi;\n    scgi_temp_path {dir}/scgi;\n\
+                 log_format upstream '$upstream_addr $status';\n\
+                 upstream nodes {{\n{servers}    }}\n\
+                 server {{\n        listen 127.0.0.1:{port};\n\
+                     access_log {log} upstream;\n\
+                     location /mcp {{\n            proxy_pass http://nodes;\n\
+                         proxy_http_version 1.1;\n            proxy_set_header Host $http_host;\n\
+                         proxy_set_header Connection \"\";\n            proxy_buffering off;\n\
+                         proxy_next_upstream error timeout;\n        }}\n    }}\n}}\n",
+            dir = dir.display(),
+            log = log.display(),
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(nginx)
+            .args(["-c", path.to_str().unwrap(), "-p", dir.to_str().unwrap()])
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nginx");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Nginx { child, port, log })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// How many requests each upstream answered.
+    fn answered_by(&self) -> std::collections::HashMap<String, usize> {
+        let mut counts = std::collections::HashMap::new();
+        for line in std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+        {
+            if let Some(addr) = line.split_whitespace().next() {
+                *counts.entry(addr.to_string()).or_default() += 1;
+            }
+        }
+        counts
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One `tools/call` at 2026-07-28 through the balancer: the JSON-RPC answer.
+async fn call(client: &reqwest::Client, url: &str, id: u64, tool: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+    "name": tool, "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let response = client
+        .post(url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST through nginx");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .last()
+        .unwrap_or(&text);
+    let answer: Value = serde_json::from_str(json.trim())
+        .unwrap_or_else(|_| panic!("HTTP {status}: not JSON-RPC through nginx: {text}"));
+    assert_eq!(answer["id"], id, "HTTP {status}: {answer}");
+    answer
+}
+
+fn echoed(answer: &Value) -> Option<&str> {
+    let result = answer.get("result")?;
+    (result["isError"] != true).then(|| result["content"][0]["text"].as_str())?
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_calls_through_a_load_balancer_reach_every_nodes_servers() {
+    let mut a = Node::new("lb", "a", &["alpha"]);
+    let mut b = Node::new("lb", "b", &["beta"]);
+    // One token for the cluster's HTTP side: the balancer's clients present it to either node.
+    let token = a.dir.join("http-token");
+    std::fs::write(&token, TOKEN).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let flags = ["--token-file", token.to_str().unwrap()];
+    a.start(&[], &flags);
+    b.start(&[a.address()], &flags);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let with_token = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let mut id = 1000;
+    for node in [&a, &b] {
+        let session = testkit::mcp_http::Session::open(&with_token, &node.serve().url).await;
+        await_tools(
+            &session,
+            &mut id,
+            &["mcp__alpha__echo", "mcp__beta__echo"],
+            true,
+        )
+        .await;
+    }
+    let upstreams: Vec<String> = [&a, &b]
+        .iter()
+        .map(|n| {
+            n.serve()
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_string()
+        })
+        .collect();
+    let Some(nginx) = Nginx::start(&a.dir, &upstreams) else {
+        panic!("nginx is not installed: .ci/run installs Debian's nginx-light");
+    };
+    let client = reqwest::Client::new();
+    let url = nginx.url();
+
+    // Round-robin: both nodes answer, and each reaches both servers.
+    for n in 0..12u64 {
+        let (tool, text) = match n % 3 {
+            0 | 1 => ("mcp__alpha__echo", format!("alpha {n}")),
+            _ => ("mcp__beta__echo", format!("beta {n}")),
+        };
+        let answer = call(&client, &url, n, tool, json!({"text": text})).await;
+        assert_eq!(echoed(&answer), Some(text.as_str()), "{answer}");
+    }
+    let by = nginx.answered_by();
+    for upstream in &upstreams {
+        assert!(
+            by.get(upstream).is_some_and(|n| *n >= 3),
+            "{upstream} answered too few of the calls: {by:?}"
+        );
+    }
+
+    // b is gone: beta's calls fail typed, alpha's keep working, whichever node
+    // nginx picks (a refused connection is passed to the other).
+    b.kill();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = call(
+            &client,
+            &url,
+            100,
+            "mcp__beta__echo",
+            json!({"text": "gone?"}),
+        )
+        .await;
+        if echoed(&answer).is_none() {
+            let said = answer.to_string();
+            assert!(
+                said.contains("beta"),
+                "the failure names the tool's server: {answer}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "beta still answers after its node was killed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for n in 0..6u64 {
+        let text = format!("still {n}");
+        let answer = call(
+            &client,
+            &url,
+            200 + n,
+            "mcp__alpha__echo",
+            json!({"text": text}),
+        )
+        .await;
+        assert_eq!(echoed(&answer), Some(text.as_str()), "{answer}");
+    }
+    drop(nginx);
+    a.stop();
+}
