@@ -36,7 +36,15 @@ fn answer(id: i64, text: &str) -> Message {
 async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
     let (lane, _s, mut t) = lane();
     let (id, answer_rx) = lane
-        .start("echo", None, None, None, None, Duration::from_secs(60))
+        .start(
+            "echo",
+            None,
+            None,
+            None,
+            None,
+            Duration::from_secs(60),
+            None,
+        )
         .unwrap();
     let Some(Wrote::Send(out)) = t.recv().await else {
         panic!("the request was written")
@@ -54,7 +62,15 @@ async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
 async fn a_cancel_answers_the_caller_and_tells_the_server() {
     let (lane, _s, mut t) = lane();
     let (id, answer_rx) = lane
-        .start("slow", None, None, None, None, Duration::from_secs(60))
+        .start(
+            "slow",
+            None,
+            None,
+            None,
+            None,
+            Duration::from_secs(60),
+            None,
+        )
         .unwrap();
     let _request = t.recv().await;
     lane.cancel(id);
@@ -79,7 +95,15 @@ async fn a_cancel_answers_the_caller_and_tells_the_server() {
 async fn the_deadline_fires_without_anyone_polling() {
     let (lane, mut s, _t) = lane();
     let (id, answer_rx) = lane
-        .start("hang", None, None, None, None, Duration::from_millis(50))
+        .start(
+            "hang",
+            None,
+            None,
+            None,
+            None,
+            Duration::from_millis(50),
+            None,
+        )
         .unwrap();
     // Nobody polls `answer_rx`: the lane's own task ends the call and tells the actor.
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
@@ -99,10 +123,10 @@ async fn the_deadline_fires_without_anyone_polling() {
 async fn a_sooner_deadline_wakes_the_timer() {
     let (lane, mut s, _t) = lane();
     let (_long, _long_rx) = lane
-        .start("a", None, None, None, None, Duration::from_secs(600))
+        .start("a", None, None, None, None, Duration::from_secs(600), None)
         .unwrap();
     let (short, _short_rx) = lane
-        .start("b", None, None, None, None, Duration::from_millis(50))
+        .start("b", None, None, None, None, Duration::from_millis(50), None)
         .unwrap();
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
         .await
