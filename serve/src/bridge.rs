@@ -36,8 +36,11 @@ use crate::outcome::Outcome;
 
 /// Calls waiting for their clients' answers at once.
 pub(crate) const MAX_PARKED: usize = 1024;
-/// How long a parked call waits for its client's retry.
-pub(crate) const PARKED_FOR: Duration = Duration::from_secs(10 * 60);
+/// How long a parked call waits for its client's retry: less than a
+/// server's request timeout (60 s by default), so an abandoned call is
+/// cancelled by the gateway, which the server survives, before the call's
+/// deadline ends its connection for everyone.
+pub(crate) const PARKED_FOR: Duration = Duration::from_secs(50);
 /// After a server's first question, how long to wait for the others of its
 /// round (a round's questions are asked together), so they go in one result.
 const ROUND_WINDOW: Duration = Duration::from_millis(10);
@@ -158,7 +161,7 @@ struct Parked {
 /// The calls waiting for their clients' retries, by `requestState`.
 #[derive(Default)]
 pub(crate) struct Bridge {
-    parked: Mutex<HashMap<String, Parked>>,
+    parked: Arc<Mutex<HashMap<String, Parked>>>,
 }
 
 impl Bridge {
@@ -234,6 +237,13 @@ impl Bridge {
             let until = now + PARKED_FOR;
             parked.insert(state.clone(), Parked { op, binding, until });
         }
+        // Not retried in time: dropped, which cancels the call upstream.
+        let (table, key) = (Arc::downgrade(&self.parked), state.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(PARKED_FOR).await;
+            let expired = table.upgrade().and_then(|t| t.lock().remove(&key));
+            drop(expired);
+        });
         Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,

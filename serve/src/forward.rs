@@ -69,15 +69,30 @@ impl Callers {
     /// apart by its call, and sending it to the wrong client would show that
     /// client another's work: none is chosen.
     fn caller(&self, server: &str) -> Result<(Arc<Session>, Outbound), String> {
+        self.caller_of(server, false)
+    }
+
+    /// [`Callers::caller`] for a question of `server`: `in_round` when it came
+    /// in a 2026-07-28 server's round, whose parked calls cannot be asking
+    /// (their server waits for the answers to a round it already sent). A
+    /// 2025 server's request may still be a parked call's own: then it
+    /// cannot be told apart from the others', and none is chosen.
+    fn caller_of(&self, server: &str, in_round: bool) -> Result<(Arc<Session>, Outbound), String> {
         let map = self.by_server.lock();
-        let live: Vec<(Arc<Session>, &Caller)> = map
+        let all: Vec<(Arc<Session>, &Caller)> = map
             .get(server)
             .into_iter()
             .flatten()
             .filter_map(|c| Some((c.session.upgrade()?, c)))
-            // A parked call's server waits for the answers it has asked for.
-            .filter(|(s, _)| !s.is_parked())
             .collect();
+        let parked = all.iter().filter(|(s, _)| s.is_parked()).count();
+        let live: Vec<(Arc<Session>, &Caller)> =
+            all.into_iter().filter(|(s, _)| !s.is_parked()).collect();
+        if parked > 0 && !in_round && !live.is_empty() {
+            return Err(format!(
+                "several clients of mcpvisor serve are calling `{server}`; the request cannot be matched to one"
+            ));
+        }
         let Some((newest, caller)) = live.last() else {
             return Err(format!(
                 "no client of mcpvisor serve has a call to `{server}` in flight"
@@ -147,7 +162,7 @@ impl Forwarder {
         async move {
             let (server, method) = (ask.server(), ask.method());
             let (session, replies) = callers
-                .caller(server)
+                .caller_of(server, key.is_some())
                 .map_err(|why| refusal(format!("{why} to answer {method}")))?;
             if !session.offers(method, ask.params()) {
                 return Err(refusal(format!(

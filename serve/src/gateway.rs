@@ -27,6 +27,9 @@ pub struct GatewayOptions {
     /// Revisions a downstream session may speak (its own when listed, else the
     /// first). Default: 2025-03-26 alone.
     pub protocol_versions: mcpvisor_protocol::mcp::revision::Versions,
+    /// `subscriptions/listen` streams open at once, over every transport;
+    /// more are refused (each holds a connection and its subscriptions).
+    pub max_listens: usize,
     /// Whether trusted sessions may deal faults to the servers with
     /// `mcpvisor/inject` (`mcpvisor serve --allow-faults`). Off by default: a
     /// gateway in daily use must not be one request away from killing its servers.
@@ -42,6 +45,7 @@ impl Default for GatewayOptions {
             outbound_queue: 256,
             first_start: Duration::from_secs(30),
             protocol_versions: Default::default(),
+            max_listens: 64,
             allow_faults: false,
         }
     }
@@ -66,6 +70,8 @@ pub struct Gateway {
     pub(crate) subscribers: crate::subscriptions::Subscribers,
     /// Stateless calls waiting for their clients' answers.
     pub(crate) bridge: crate::bridge::Bridge,
+    /// One permit per `subscriptions/listen` stream open.
+    pub(crate) listens: Arc<tokio::sync::Semaphore>,
 }
 
 impl Gateway {
@@ -78,6 +84,7 @@ impl Gateway {
         reloader: Option<Reloader>,
         callers: Option<Arc<crate::forward::Callers>>,
     ) -> Arc<Gateway> {
+        let listens = Arc::new(tokio::sync::Semaphore::new(options.max_listens));
         let gateway = Arc::new(Gateway {
             host,
             options,
@@ -88,6 +95,7 @@ impl Gateway {
             reloading: tokio::sync::Mutex::new(()),
             subscribers: Default::default(),
             bridge: Default::default(),
+            listens,
         });
         let weak = Arc::downgrade(&gateway);
         let (host, wait) = (gateway.host.clone(), gateway.options.first_start);

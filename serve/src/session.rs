@@ -313,14 +313,19 @@ impl Session {
         } else {
             mpsc::channel(1).0
         };
-        Ok(Some(Session::stateless(
+        let one = Session::stateless(
             self.gateway.clone(),
             self.naming(),
             self.ingress,
             Some(self.requests.clone()),
             modern,
             notices,
-        )))
+        );
+        // A relayed session without faults stays without them, request by request.
+        let faults_off = self.faults_off.load(std::sync::atomic::Ordering::Relaxed);
+        one.faults_off
+            .store(faults_off, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(one))
     }
 
     /// Admits `request` to this session (see [`Session::begin`]).

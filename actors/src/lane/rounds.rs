@@ -47,28 +47,73 @@ impl InputAsker {
         server: &Arc<str>,
         request: InputRequest,
     ) -> Result<Value, ErrorObject> {
-        if request.method == METHOD_ROOTS {
-            let roots = self.roots.read().clone();
-            return match roots {
-                Some(roots) => Ok(serde_json::json!({ "roots": &*roots })),
-                None => Err(host_requests::error(
-                    error_codes::METHOD_NOT_FOUND,
-                    "roots were not offered",
-                )),
+        let Some(handler) = self
+            .handler
+            .as_ref()
+            .filter(|_| request.method != METHOD_ROOTS)
+        else {
+            return self.answer_unpermitted(request).await;
+        };
+        let Ok(_permit) = self.permits.try_acquire() else {
+            return Err(busy());
+        };
+        self.ask_handler(handler, server, request).await
+    }
+
+    /// The answers to a round's questions, asked together: the round takes
+    /// its permits at once (one each), or none and every question fails.
+    pub(super) async fn answer_round(
+        &self,
+        server: &Arc<str>,
+        requests: Vec<InputRequest>,
+    ) -> Vec<(String, Result<Value, ErrorObject>)> {
+        let asks_handler = requests.iter().filter(|r| r.method != METHOD_ROOTS).count();
+        let permits = match u32::try_from(asks_handler) {
+            Ok(0) => None,
+            Ok(n) => match self.permits.try_acquire_many(n) {
+                Ok(permits) => Some(permits),
+                Err(_) => {
+                    return requests.into_iter().map(|r| (r.key, Err(busy()))).collect();
+                }
+            },
+            Err(_) => return requests.into_iter().map(|r| (r.key, Err(busy()))).collect(),
+        };
+        let asking = requests.into_iter().map(|request| async move {
+            let key = request.key.clone();
+            let answer = match (&self.handler, request.method == METHOD_ROOTS) {
+                (Some(handler), false) => self.ask_handler(handler, server, request).await,
+                _ => self.answer_unpermitted(request).await,
             };
-        }
-        let Some(handler) = &self.handler else {
+            (key, answer)
+        });
+        let answers = futures::future::join_all(asking).await;
+        drop(permits);
+        answers
+    }
+
+    /// Roots, or a refusal for what was not offered (no permit needed).
+    async fn answer_unpermitted(&self, request: InputRequest) -> Result<Value, ErrorObject> {
+        if request.method != METHOD_ROOTS {
             return Err(host_requests::error(
                 error_codes::METHOD_NOT_FOUND,
                 format!("{} was not offered", request.method),
             ));
-        };
-        let Ok(_permit) = self.permits.try_acquire() else {
-            return Err(host_requests::error(
-                -32000,
-                "the host is answering as many questions of this server as it takes; try again later",
-            ));
-        };
+        }
+        match self.roots.read().clone() {
+            Some(roots) => Ok(serde_json::json!({ "roots": &*roots })),
+            None => Err(host_requests::error(
+                error_codes::METHOD_NOT_FOUND,
+                "roots were not offered",
+            )),
+        }
+    }
+
+    async fn ask_handler(
+        &self,
+        handler: &SharedClientHandler,
+        server: &Arc<str>,
+        request: InputRequest,
+    ) -> Result<Value, ErrorObject> {
         let ask = HostAsk::read(server.clone(), request.method, request.params, self.offered)?;
         let answering = ask.answer_within(&*handler.0, self.timeout);
         host_requests::in_round(&request.key, answering).await
@@ -262,15 +307,9 @@ impl CallLane {
             // A round's questions are asked together, as the server asked
             // them: a host that relays them (a gateway's client) sees them as one.
             let answers = async {
-                let asking = asked.requests.iter().cloned().map(|request| {
-                    let (asker, server) = (&asker, &server);
-                    async move {
-                        let key = request.key.clone();
-                        (key, asker.answer(server, request).await)
-                    }
-                });
+                let asked = asker.answer_round(&server, asked.requests.clone()).await;
                 let mut answers = Map::new();
-                for (key, answer) in futures::future::join_all(asking).await {
+                for (key, answer) in asked {
                     match answer {
                         Ok(answer) => {
                             answers.insert(key, answer);
@@ -347,4 +386,11 @@ impl CallLane {
             }
         }
     }
+}
+
+fn busy() -> ErrorObject {
+    host_requests::error(
+        -32000,
+        "the host is answering as many questions of this server as it takes; try again later",
+    )
 }

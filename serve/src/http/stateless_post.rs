@@ -5,8 +5,10 @@
 //! 400 for the revision's own errors), as the transport requires.
 //!
 //! Every stateless request is answered by a session of its own, made from
-//! its `_meta` and gone with its answer. How many run at once is bounded by
-//! the connections (each serves one request at a time).
+//! its `_meta` and gone with its answer. How many are answered at once is
+//! bounded by the connections (each serves one request at a time); calls
+//! parked for their client's retry by the bridge's own bound, listen streams
+//! by the gateway's (`GatewayOptions::max_listens`).
 
 use std::sync::Arc;
 
@@ -213,7 +215,8 @@ fn param_headers(
         let wanted = decode_value(&value);
         match sent {
             None => return Err(mismatch(format!("the {header} header is required"))),
-            Some(sent) if sent.is_some() && same_value(sent.as_deref(), wanted.as_deref()) => {}
+            // Exact text: a proxy that routes on the header sees what the tool gets.
+            Some(sent) if sent.is_some() && sent == wanted => {}
             Some(_) => {
                 return Err(mismatch(format!(
                     "{header} does not match the argument it mirrors"
@@ -224,22 +227,16 @@ fn param_headers(
     Ok(())
 }
 
-/// Equal as text, or as numbers (`42.0` is `42`).
-fn same_value(sent: Option<&str>, wanted: Option<&str>) -> bool {
-    match (sent, wanted) {
-        (Some(a), Some(b)) if a == b => true,
-        (Some(a), Some(b)) => matches!(
-            (a.parse::<f64>(), b.parse::<f64>()),
-            (Ok(x), Ok(y)) if x == y
-        ),
-        _ => false,
-    }
-}
-
 /// A header's value, without the whitespace HTTP allows around it; a value
-/// that is not visible ASCII reads as one that matches nothing.
+/// that is not visible ASCII, or a header sent twice, reads as one that
+/// matches nothing.
 fn text<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
-    let value = headers.get(name)?;
+    let mut all = headers.get_all(name).iter();
+    let value = all.next()?;
+    if all.next().is_some() {
+        // Sent twice: which one a proxy read cannot be known.
+        return Some("\u{0}repeated");
+    }
     Some(
         value
             .to_str()

@@ -14,6 +14,9 @@ use crate::subscriptions;
 
 use super::{Outbound, Session, error, notification};
 
+/// The most resources one listen stream follows (more are not acknowledged).
+const MAX_URIS: usize = 64;
+
 /// What a listening session was asked for.
 pub(crate) struct Listening {
     filter: ListenFilter,
@@ -39,12 +42,21 @@ impl Session {
                     "`notifications` must be an object saying what to listen for",
                 )
             })?;
+        let Ok(_open) = self.gateway.listens.clone().try_acquire_owned() else {
+            return Err(error(
+                -32000,
+                format!(
+                    "{} listen streams are open, the limit; close one first",
+                    self.gateway.options().max_listens
+                ),
+            ));
+        };
         let wrapped = json!({ "notifications": asked });
         let mut filter = ListenFilter::acknowledged(Some(&wrapped)).unwrap_or_default();
         let host = self.gateway.host();
         // Only what could be subscribed to is acknowledged (and sent).
         let mut honoured = Vec::with_capacity(filter.uris.len());
-        for uri in filter.uris.drain(..).take(subscriptions::MAX_PER_SESSION) {
+        for uri in filter.uris.drain(..).take(MAX_URIS) {
             let one = json!({ "uri": &uri });
             let all = &self.gateway.subscribers;
             if subscriptions::subscribe(host, all, &self.subscribed, Some(&one))
