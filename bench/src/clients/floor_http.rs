@@ -14,6 +14,7 @@ use crate::servers::{Endpoint, ServerTarget};
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const PROTOCOL_VERSION: &str = "2025-03-26";
+const STATELESS_VERSION: &str = "2026-07-28";
 
 /// A hand-initialized Streamable HTTP session on one kept-alive client.
 pub struct HttpFloor {
@@ -26,6 +27,10 @@ pub struct HttpFloor {
     /// The `tools/call` body up to its id, and after it; for a plain JSON
     /// endpoint ([`HttpFloor::open_rest`]) the whole body, and no id.
     body: (String, Option<String>),
+    /// The `MCP-Protocol-Version` every request carries.
+    version: &'static str,
+    /// At 2026-07-28: the `Mcp-Name` of every call (`Mcp-Method` is `tools/call`).
+    named: Option<HeaderValue>,
 }
 
 impl HttpFloor {
@@ -75,6 +80,8 @@ impl HttpFloor {
                     ",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{arguments}}}}}"
                 )),
             ),
+            version: PROTOCOL_VERSION,
+            named: None,
         };
         let initialize = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"floor\",\"version\":\"0\"}}}}}}"
@@ -94,6 +101,38 @@ impl HttpFloor {
         Ok(floor)
     }
 
+    /// A client of the Streamable HTTP endpoint `url` at MCP 2026-07-28: no
+    /// session; every call is `tool` with `arguments`, its `_meta` and
+    /// headers as that revision asks (`bearer` sent when given).
+    pub async fn open_stateless(
+        url: &str,
+        tool: &str,
+        arguments: &serde_json::Value,
+        bearer: Option<&str>,
+    ) -> anyhow::Result<HttpFloor> {
+        let authorization = bearer
+            .map(|token| HeaderValue::from_str(&format!("Bearer {token}")))
+            .transpose()?;
+        let meta = format!(
+            "{{\"io.modelcontextprotocol/protocolVersion\":\"{STATELESS_VERSION}\",\"io.modelcontextprotocol/clientCapabilities\":{{}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"floor\",\"version\":\"0\"}}}}"
+        );
+        Ok(HttpFloor {
+            client: reqwest::Client::builder().build()?,
+            url: url.to_string(),
+            session: None,
+            authorization,
+            next_id: AtomicU64::new(1),
+            body: (
+                "{\"jsonrpc\":\"2.0\",\"id\":".to_string(),
+                Some(format!(
+                    ",\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{arguments},\"_meta\":{meta}}}}}"
+                )),
+            ),
+            version: STATELESS_VERSION,
+            named: Some(HeaderValue::from_str(tool)?),
+        })
+    }
+
     /// The same session, each call now an MCP `ping` (answered by the server
     /// itself): what a round trip costs without the tool call.
     pub fn pinging(mut self) -> HttpFloor {
@@ -111,6 +150,8 @@ impl HttpFloor {
             authorization: None,
             next_id: AtomicU64::new(0),
             body: (body, None),
+            version: PROTOCOL_VERSION,
+            named: None,
         })
     }
 
@@ -120,8 +161,13 @@ impl HttpFloor {
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .header(VERSION_HEADER, PROTOCOL_VERSION)
+            .header(VERSION_HEADER, self.version)
             .body(body);
+        if let Some(name) = &self.named {
+            request = request
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", name.clone());
+        }
         if let Some(session) = &self.session {
             request = request.header(SESSION_HEADER, session.clone());
         }

@@ -32,6 +32,8 @@ use process::GatewayProcess;
 pub enum Gateway {
     /// `mcpvisor serve --http`.
     Mcpvisor,
+    /// `mcpvisor serve --http` called at MCP 2026-07-28 (no session).
+    McpvisorStateless,
     /// supergateway 4.0.0, stdio → Streamable HTTP, stateful.
     Supergateway,
     /// mcp-proxy 6.7.19 (TypeScript), Streamable HTTP.
@@ -42,8 +44,9 @@ pub enum Gateway {
 
 impl Gateway {
     /// Every gateway, in report order.
-    pub const ALL: [Gateway; 4] = [
+    pub const ALL: [Gateway; 5] = [
         Gateway::Mcpvisor,
+        Gateway::McpvisorStateless,
         Gateway::Supergateway,
         Gateway::McpProxy,
         Gateway::McpHub,
@@ -56,6 +59,7 @@ impl Gateway {
     pub fn name(self) -> &'static str {
         match self {
             Gateway::Mcpvisor => "mcpvisor serve",
+            Gateway::McpvisorStateless => "mcpvisor serve, 2026-07-28",
             Gateway::Supergateway => "supergateway",
             Gateway::McpProxy => "mcp-proxy",
             Gateway::McpHub => "mcp-hub",
@@ -65,7 +69,7 @@ impl Gateway {
     /// Its npm package (for the third-party ones).
     pub fn package(self) -> Option<&'static str> {
         match self {
-            Gateway::Mcpvisor => None,
+            Gateway::Mcpvisor | Gateway::McpvisorStateless => None,
             Gateway::Supergateway => Some("supergateway"),
             Gateway::McpProxy => Some("mcp-proxy"),
             Gateway::McpHub => Some("mcp-hub"),
@@ -198,7 +202,7 @@ impl GatewayPeers {
     /// True when `gateway` can run (mcpvisor always can).
     pub fn has(&self, gateway: Gateway) -> bool {
         match gateway {
-            Gateway::Mcpvisor => true,
+            Gateway::Mcpvisor | Gateway::McpvisorStateless => true,
             Gateway::Supergateway => self.supergateway().is_file(),
             Gateway::McpProxy => self.mcp_proxy().is_file(),
             Gateway::McpHub => self.mcp_hub().is_file(),

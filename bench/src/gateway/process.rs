@@ -139,7 +139,7 @@ impl GatewayProcess {
             c
         };
         let (mut command, scratch, project, log, url) = match gateway {
-            Gateway::Mcpvisor => {
+            Gateway::Mcpvisor | Gateway::McpvisorStateless => {
                 let project = McpvisorProject::create(setup)?;
                 let mut c = setup.mcpvisor_command(&project.config, &project.home);
                 c.args(["serve", "--http", &format!("127.0.0.1:{port}")])
@@ -255,6 +255,11 @@ impl GatewayProcess {
             Gateway::Mcpvisor => {
                 let token = self.bearer_token();
                 HttpFloor::open_mcp_with(&self.url, QUALIFIED_TOOL, &arguments, token.as_deref())
+                    .await
+            }
+            Gateway::McpvisorStateless => {
+                let token = self.bearer_token();
+                HttpFloor::open_stateless(&self.url, QUALIFIED_TOOL, &arguments, token.as_deref())
                     .await
             }
             Gateway::Supergateway | Gateway::McpProxy => {

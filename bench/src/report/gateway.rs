@@ -97,8 +97,9 @@ const GATEWAY_FIGURES: [GatewayFigure; 5] = [
     GatewayFigure::Rss,
 ];
 
-const GATEWAY_COLUMNS: [Column; 5] = [
+const GATEWAY_COLUMNS: [Column; 6] = [
     Column::Gateway(Gateway::Mcpvisor),
+    Column::Gateway(Gateway::McpvisorStateless),
     Column::Gateway(Gateway::Supergateway),
     Column::Gateway(Gateway::McpProxy),
     Column::Gateway(Gateway::McpHub),
