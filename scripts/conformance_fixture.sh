@@ -100,8 +100,12 @@ start_serve() {
     "$python" "$fixture" >"$dir/.mcp.json"
   (umask 077 && "$python" -c 'import secrets; print(secrets.token_hex(32))' >"$dir/token")
   (cd "$dir" && MCPVISOR_HOME="$dir/home" "$mcpvisor" enable --all >/dev/null)
+  # Pages of the proxy's own origin are serve's too (the DNS-rebinding scenario sends one).
+  port=$(free_port)
   (cd "$dir" && MCPVISOR_HOME="$dir/home" exec "$mcpvisor" serve --http 127.0.0.1:0 \
-    --token-file "$dir/token" --names original --protocol-versions "$1" 2>"$log") &
+    --token-file "$dir/token" --allow-origin "http://127.0.0.1:$port" \
+    --allow-origin "http://localhost:$port" \
+    --names original --protocol-versions "$1" 2>"$log") &
   pids+=($!)
   serve_url=""
   for _ in $(seq 1 100); do
@@ -110,7 +114,6 @@ start_serve() {
     sleep 0.1
   done
   [ -n "$serve_url" ] || { echo "mcpvisor serve did not start:" >&2; cat "$log" >&2; exit 1; }
-  port=$(free_port)
   mkdir -p "$dir/nginx"
   cat >"$dir/nginx/nginx.conf" <<CONF
 worker_processes 1;
