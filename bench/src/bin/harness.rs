@@ -55,7 +55,7 @@ struct Args {
     /// Where the pinned peers are installed (default: the workspace's testkit/peers).
     #[arg(long, global = true)]
     peers: Option<PathBuf>,
-    /// Where the npm gateways are installed (default: bench/peers, by bench/peers/install.sh).
+    /// Where the third-party gateways are installed (default: bench/peers, by bench/peers/install.sh).
     #[arg(long, global = true)]
     gateway_peers: Option<PathBuf>,
     /// The mcpvisor binary to serve with (default: `mcpvisor` next to this binary;
@@ -73,7 +73,8 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Only {
-    /// Only `mcpvisor serve` against supergateway, mcp-proxy and mcp-hub, a direct
+    /// Only `mcpvisor serve` (at 2025-03-26 and 2026-07-28) against FastMCP's proxy
+    /// (both too), ContextForge, supergateway, mcp-proxy and mcp-hub, a direct
     /// Host::call and the `mcpvisor call` command line; the section is put into the
     /// existing BENCHMARKS.md and benchmarks.json.
     Gateway,

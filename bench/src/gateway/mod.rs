@@ -40,20 +40,45 @@ pub enum Gateway {
     McpProxy,
     /// mcp-hub 4.2.1 through its REST tool-call route.
     McpHub,
+    /// FastMCP 4.1.6's proxy (`fastmcp run mcp.json --transport http`), one
+    /// session at 2025-03-26.
+    FastMcp,
+    /// The same proxy called at MCP 2026-07-28 (no session).
+    FastMcpStateless,
+    /// IBM ContextForge 1.0.7's stdio bridge (`python -m
+    /// mcpgateway.translate --expose-streamable-http`), what it runs a stdio
+    /// server behind.
+    ContextForge,
 }
 
 impl Gateway {
     /// Every gateway, in report order.
-    pub const ALL: [Gateway; 5] = [
+    pub const ALL: [Gateway; 8] = [
         Gateway::Mcpvisor,
         Gateway::McpvisorStateless,
+        Gateway::FastMcp,
+        Gateway::FastMcpStateless,
+        Gateway::ContextForge,
         Gateway::Supergateway,
         Gateway::McpProxy,
         Gateway::McpHub,
     ];
 
     /// The third-party ones.
-    pub const PEERS: [Gateway; 3] = [Gateway::Supergateway, Gateway::McpProxy, Gateway::McpHub];
+    pub const PEERS: [Gateway; 6] = [
+        Gateway::FastMcp,
+        Gateway::FastMcpStateless,
+        Gateway::ContextForge,
+        Gateway::Supergateway,
+        Gateway::McpProxy,
+        Gateway::McpHub,
+    ];
+
+    /// Whether it is called at MCP 2026-07-28 (no session): compared with
+    /// gateways called the same way.
+    pub fn stateless(self) -> bool {
+        matches!(self, Gateway::McpvisorStateless | Gateway::FastMcpStateless)
+    }
 
     /// The report's name for it.
     pub fn name(self) -> &'static str {
@@ -63,16 +88,41 @@ impl Gateway {
             Gateway::Supergateway => "supergateway",
             Gateway::McpProxy => "mcp-proxy",
             Gateway::McpHub => "mcp-hub",
+            Gateway::FastMcp => "FastMCP proxy",
+            Gateway::FastMcpStateless => "FastMCP proxy, 2026-07-28",
+            Gateway::ContextForge => "ContextForge translate",
         }
     }
 
-    /// Its npm package (for the third-party ones).
-    pub fn package(self) -> Option<&'static str> {
+    /// Its package (for the third-party ones): npm's, or PyPI's.
+    pub fn package(self) -> Option<Package> {
         match self {
             Gateway::Mcpvisor | Gateway::McpvisorStateless => None,
-            Gateway::Supergateway => Some("supergateway"),
-            Gateway::McpProxy => Some("mcp-proxy"),
-            Gateway::McpHub => Some("mcp-hub"),
+            Gateway::Supergateway => Some(Package::Npm("supergateway")),
+            Gateway::McpProxy => Some(Package::Npm("mcp-proxy")),
+            Gateway::McpHub => Some(Package::Npm("mcp-hub")),
+            Gateway::FastMcp | Gateway::FastMcpStateless => {
+                Some(Package::PyPi("fastmcp", "fastmcp"))
+            }
+            Gateway::ContextForge => Some(Package::PyPi("contextforge", "mcp_contextforge_gateway")),
+        }
+    }
+}
+
+/// Where a third-party gateway comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Package {
+    /// An npm package under `node_modules`.
+    Npm(&'static str),
+    /// A PyPI package: the venv it is in (`venv-<name>`) and its
+    /// distribution's name as its `.dist-info` spells it.
+    PyPi(&'static str, &'static str),
+}
+
+impl Package {
+    fn name(self) -> &'static str {
+        match self {
+            Package::Npm(name) | Package::PyPi(_, name) => name,
         }
     }
 }
@@ -199,6 +249,20 @@ impl GatewayPeers {
         self.module("mcp-hub").join("dist/cli.js")
     }
 
+    fn venv(&self, name: &str) -> PathBuf {
+        self.root.join(format!("venv-{name}"))
+    }
+
+    /// FastMCP's command line.
+    pub fn fastmcp(&self) -> PathBuf {
+        self.venv("fastmcp").join("bin/fastmcp")
+    }
+
+    /// The Python that has ContextForge.
+    pub fn contextforge_python(&self) -> PathBuf {
+        self.venv("contextforge").join("bin/python")
+    }
+
     /// True when `gateway` can run (mcpvisor always can).
     pub fn has(&self, gateway: Gateway) -> bool {
         match gateway {
@@ -206,15 +270,34 @@ impl GatewayPeers {
             Gateway::Supergateway => self.supergateway().is_file(),
             Gateway::McpProxy => self.mcp_proxy().is_file(),
             Gateway::McpHub => self.mcp_hub().is_file(),
+            Gateway::FastMcp | Gateway::FastMcpStateless => self.fastmcp().is_file(),
+            Gateway::ContextForge => self.contextforge_python().is_file(),
         }
     }
 
     /// The installed version of `gateway`'s package.
     pub fn version(&self, gateway: Gateway) -> Option<String> {
-        let package = self.module(gateway.package()?).join("package.json");
-        let text = std::fs::read_to_string(package).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        value["version"].as_str().map(str::to_string)
+        match gateway.package()? {
+            Package::Npm(name) => {
+                let text = std::fs::read_to_string(self.module(name).join("package.json")).ok()?;
+                let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+                value["version"].as_str().map(str::to_string)
+            }
+            package @ Package::PyPi(venv, _) => {
+                // `lib/pythonX.Y/site-packages/<name>-<version>.dist-info`.
+                let lib = self.venv(venv).join("lib");
+                let python = std::fs::read_dir(lib).ok()?.flatten().next()?.path();
+                let prefix = format!("{}-", package.name());
+                std::fs::read_dir(python.join("site-packages"))
+                    .ok()?
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .find_map(|n| {
+                        let rest = n.strip_prefix(&prefix)?.strip_suffix(".dist-info")?;
+                        Some(rest.to_string())
+                    })
+            }
+        }
     }
 }
 

@@ -190,6 +190,37 @@ impl GatewayProcess {
                 let url = format!("http://127.0.0.1:{port}/api/servers/tools");
                 (c, Some(scratch), None, log, url)
             }
+            Gateway::FastMcp | Gateway::FastMcpStateless => {
+                let scratch = Scratch::new("fastmcp")?;
+                let config = scratch.path().join("mcp.json");
+                std::fs::write(&config, upstream_config(setup).to_string())?;
+                let mut c = Command::new(setup.peers.fastmcp());
+                c.arg("run")
+                    .arg(&config)
+                    .args(["--transport", "http", "--host", "127.0.0.1"])
+                    .args(["--port", &port.to_string(), "--no-banner"])
+                    .args(["--log-level", "ERROR"])
+                    .current_dir(scratch.path())
+                    .env("HOME", scratch.path());
+                let log = scratch.path().join("log");
+                let url = format!("http://127.0.0.1:{port}/mcp");
+                (c, Some(scratch), None, log, url)
+            }
+            Gateway::ContextForge => {
+                let scratch = Scratch::new("contextforge")?;
+                let mut c = Command::new(setup.peers.contextforge_python());
+                c.args(["-m", "mcpgateway.translate", "--stdio", &upstream])
+                    .args(["--expose-streamable-http", "--host", "127.0.0.1"])
+                    .args(["--port", &port.to_string(), "--logLevel", "error"])
+                    // It refuses to start on its placeholder secrets.
+                    .env("JWT_SECRET_KEY", random_hex()?)
+                    .env("AUTH_ENCRYPTION_SECRET", random_hex()?)
+                    .current_dir(scratch.path())
+                    .env("HOME", scratch.path());
+                let log = scratch.path().join("log");
+                let url = format!("http://127.0.0.1:{port}/mcp");
+                (c, Some(scratch), None, log, url)
+            }
         };
         let stderr = std::fs::File::create(&log)?;
         command
@@ -262,9 +293,13 @@ impl GatewayProcess {
                 HttpFloor::open_stateless(&self.url, QUALIFIED_TOOL, &arguments, token.as_deref())
                     .await
             }
-            Gateway::Supergateway | Gateway::McpProxy => {
-                HttpFloor::open_mcp(&self.url, "echo", &arguments).await
+            Gateway::FastMcpStateless => {
+                HttpFloor::open_stateless(&self.url, "echo", &arguments, None).await
             }
+            Gateway::Supergateway
+            | Gateway::McpProxy
+            | Gateway::FastMcp
+            | Gateway::ContextForge => HttpFloor::open_mcp(&self.url, "echo", &arguments).await,
         }
     }
 
@@ -371,6 +406,14 @@ impl Drop for GatewayProcess {
 }
 
 /// A loopback port nothing listens on right now.
+/// 32 random bytes as hex, from the kernel.
+fn random_hex() -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     Ok(listener.local_addr()?.port())

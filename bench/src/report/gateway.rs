@@ -1,5 +1,7 @@
-//! The gateway section: `mcpvisor serve` against supergateway, mcp-proxy and
-//! mcp-hub, a direct `Host::call`, and the command line.
+//! The gateway section: `mcpvisor serve`, called at 2025-03-26 and at
+//! 2026-07-28, against FastMCP's proxy (both revisions too), ContextForge,
+//! supergateway, mcp-proxy and mcp-hub, a direct `Host::call`, and the
+//! command line.
 //!
 //! Rendered inside the full report, or alone by `harness gateway`, which puts
 //! it into an existing `BENCHMARKS.md` between [`START`] and [`END`] (replacing
@@ -54,20 +56,24 @@ pub struct GatewayReport {
     pub notes: Vec<String>,
 }
 
-/// One figure for every column.
+/// One figure for every column, with the ratios of one subject to the others.
 #[derive(Debug, Clone, Serialize)]
 pub struct GatewayRow {
     /// Which figure.
     pub figure: GatewayFigure,
+    /// The column the ratios are of: mcpvisor serve at one revision, or the
+    /// attached CLI.
+    pub subject: Column,
     /// Its label.
     pub label: &'static str,
     /// Its unit.
     pub unit: &'static str,
     /// Each column's value.
     pub cells: Vec<(Column, Cell)>,
-    /// mcpvisor serve (or the attached CLI) / each other column: the median of per-round ratios.
+    /// The subject / each other column: the median of per-round ratios.
     pub ratios: Vec<(Column, f64)>,
-    /// mcpvisor serve / the best of the three peers in the same round, median over rounds.
+    /// The subject / the best of the peers called at its revision in the
+    /// same round, median over rounds.
     pub per_best_peer: Option<f64>,
 }
 
@@ -97,23 +103,31 @@ const GATEWAY_FIGURES: [GatewayFigure; 5] = [
     GatewayFigure::Rss,
 ];
 
-const GATEWAY_COLUMNS: [Column; 6] = [
+const GATEWAY_COLUMNS: [Column; 9] = [
     Column::Gateway(Gateway::Mcpvisor),
     Column::Gateway(Gateway::McpvisorStateless),
+    Column::Gateway(Gateway::FastMcp),
+    Column::Gateway(Gateway::FastMcpStateless),
+    Column::Gateway(Gateway::ContextForge),
     Column::Gateway(Gateway::Supergateway),
     Column::Gateway(Gateway::McpProxy),
     Column::Gateway(Gateway::McpHub),
     Column::Direct,
 ];
 
-const SERVE: Column = Column::Gateway(Gateway::Mcpvisor);
+/// mcpvisor serve with a session at 2025-03-26.
+pub const SERVE: Column = Column::Gateway(Gateway::Mcpvisor);
+/// mcpvisor serve called at 2026-07-28.
+pub const SERVE_STATELESS: Column = Column::Gateway(Gateway::McpvisorStateless);
 
 impl GatewayReport {
     /// Builds the section from `m`.
     pub fn new(m: &GatewayMeasurements, plan: &Plan, peers: &GatewayPeers) -> GatewayReport {
         let mut rows = Vec::new();
-        for figure in GATEWAY_FIGURES {
-            rows.push(row(m, figure, SERVE, &GATEWAY_COLUMNS));
+        for subject in [SERVE, SERVE_STATELESS] {
+            for figure in GATEWAY_FIGURES {
+                rows.push(row(m, figure, subject, &GATEWAY_COLUMNS));
+            }
         }
         rows.push(row(
             m,
@@ -123,7 +137,8 @@ impl GatewayReport {
         ));
         rows.retain(|r| !r.cells.is_empty());
         let mut versions = BTreeMap::new();
-        for g in Gateway::PEERS {
+        // One line per package: the 2026-07-28 columns are the same gateways.
+        for g in Gateway::PEERS.into_iter().filter(|g| !g.stateless()) {
             let v = peers.version(g).unwrap_or_else(|| "not installed".into());
             versions.insert(g.name(), v);
         }
@@ -161,13 +176,18 @@ fn row(
         .filter(|&&c| c != subject)
         .filter_map(|&c| Some((c, paired_ratio(rounds(subject)?, rounds(c)?)?)))
         .collect();
-    // The best peer of each round, then the subject over it.
+    // The best peer at the subject's revision in each round, then the subject over it.
+    let era = match subject {
+        Column::Gateway(g) => Some(g.stateless()),
+        _ => None,
+    };
     let best: BTreeMap<usize, f64> = rounds(subject)
         .map(|s| {
             s.keys()
                 .filter_map(|&round| {
                     let values = Gateway::PEERS
                         .iter()
+                        .filter(|g| Some(g.stateless()) == era)
                         .filter_map(|&g| rounds(Column::Gateway(g))?.get(&round).copied())
                         .filter(|v| v.is_finite());
                     let best = if figure.higher_is_better() {
@@ -180,13 +200,14 @@ fn row(
                 .collect()
         })
         .unwrap_or_default();
-    let per_best_peer = if subject == SERVE {
+    let per_best_peer = if era.is_some() {
         rounds(subject).and_then(|s| paired_ratio(s, &best))
     } else {
         None
     };
     GatewayRow {
         figure,
+        subject,
         label: figure.label(),
         unit: figure.unit(),
         cells,
@@ -224,7 +245,7 @@ pub fn render(report: &GatewayReport, versions: &str) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "{START}\n## Gateway: `mcpvisor serve` against supergateway, mcp-proxy and mcp-hub\n\n\
+        "{START}\n## Gateway: `mcpvisor serve` against FastMCP, ContextForge, supergateway, mcp-proxy and mcp-hub\n\n\
          Generated by `{COMMAND}` (after `cargo build --release -p mcpvisor-cli` and \
          `bash bench/peers/install.sh`) on {}; load average at the end of the run {} \
          (1, 5, 15 min). Each value is the median over {} rounds (the gateways and the direct \
@@ -245,30 +266,8 @@ pub fn render(report: &GatewayReport, versions: &str) -> String {
         p.cli_runs,
     );
     out.push_str(SETUP);
-    out.push_str(
-        "\n| figure | mcpvisor serve | supergateway | mcp-proxy | mcp-hub (REST) | direct Host::call \
-         | serve/best peer | serve/supergateway | serve/mcp-proxy | serve/mcp-hub | serve/direct |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for row in report
-        .rows
-        .iter()
-        .filter(|r| r.figure != GatewayFigure::CliCall)
-    {
-        let cells: Vec<String> = GATEWAY_COLUMNS.iter().map(|&c| value(row, c)).collect();
-        let ratios: Vec<String> = GATEWAY_COLUMNS[1..]
-            .iter()
-            .map(|&c| ratio(row.ratio(c)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            row.label,
-            cells.join(" | "),
-            ratio(row.per_best_peer),
-            ratios.join(" | ")
-        );
-    }
+    values_table(&mut out, report);
+    ratios_table(&mut out, report);
     if let Some(row) = report
         .rows
         .iter()
@@ -301,6 +300,67 @@ pub fn render(report: &GatewayReport, versions: &str) -> String {
     out
 }
 
+fn column_name(column: Column) -> &'static str {
+    match column {
+        Column::Gateway(Gateway::McpHub) => "mcp-hub (REST)",
+        Column::Gateway(g) => g.name(),
+        Column::Direct => "direct Host::call",
+        Column::CliAttached => "`mcpvisor call`, attached",
+        Column::CliOneShot => "`mcpvisor call`, one-shot",
+    }
+}
+
+/// One line per gateway, one column per figure.
+fn values_table(out: &mut String, report: &GatewayReport) {
+    let rows: Vec<&GatewayRow> = report
+        .rows
+        .iter()
+        .filter(|r| r.subject == SERVE && r.figure != GatewayFigure::CliCall)
+        .collect();
+    let labels: Vec<&str> = rows.iter().map(|r| r.label).collect();
+    let _ = writeln!(
+        out,
+        "\n| gateway | {} |\n|---|{}",
+        labels.join(" | "),
+        "---:|".repeat(rows.len())
+    );
+    for column in GATEWAY_COLUMNS {
+        let cells: Vec<String> = rows.iter().map(|r| value(r, column)).collect();
+        let _ = writeln!(out, "| {} | {} |", column_name(column), cells.join(" | "));
+    }
+}
+
+/// One line per figure and subject (serve at each revision), one column per
+/// other gateway: the subject's value over the other's.
+fn ratios_table(out: &mut String, report: &GatewayReport) {
+    let others: Vec<Column> = GATEWAY_COLUMNS.to_vec();
+    let names: Vec<String> = others.iter().map(|&c| format!("/ {}", column_name(c))).collect();
+    let _ = writeln!(
+        out,
+        "\n| ratio | / best peer at the same revision | {} |\n|---|---:|{}",
+        names.join(" | "),
+        "---:|".repeat(others.len())
+    );
+    for row in report
+        .rows
+        .iter()
+        .filter(|r| r.figure != GatewayFigure::CliCall)
+    {
+        let cells: Vec<String> = others
+            .iter()
+            .map(|&c| if c == row.subject { "—".into() } else { ratio(row.ratio(c)) })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {}: {} | {} | {} |",
+            row.label,
+            column_name(row.subject),
+            ratio(row.per_best_peer),
+            cells.join(" | ")
+        );
+    }
+}
+
 fn value(row: &GatewayRow, column: Column) -> String {
     row.cell(column).map_or("n/a".into(), |c| {
         let v = c.median;
@@ -321,17 +381,25 @@ const SETUP: &str = "\
 Every gateway runs as its own process in front of the same upstream, the rmcp echo server \
 over stdio (this harness binary), on a loopback port, started afresh for each round: \
 **mcpvisor serve** (`mcpvisor --config .mcp.json serve --http 127.0.0.1:P`, the one entry \
-approved with `mcpvisor enable`; the tool is `mcp__echo__echo`), **supergateway** \
-(`--stdio CMD --outputTransport streamableHttp --stateful --logLevel none`), **mcp-proxy** \
-(`--host 127.0.0.1 --port P -- CMD`) and **mcp-hub** (`--port P --config hub.json`). One client \
+approved with `mcpvisor enable`; the tool is `mcp__echo__echo`), **FastMCP proxy** \
+(`fastmcp run mcp.json --transport http --port P`, the same one-entry configuration), \
+**ContextForge translate** (`python -m mcpgateway.translate --stdio CMD \
+--expose-streamable-http --port P`: ContextForge's bridge, what it puts a stdio server \
+behind), **supergateway** (`--stdio CMD --outputTransport streamableHttp --stateful \
+--logLevel none`), **mcp-proxy** (`--host 127.0.0.1 --port P -- CMD`) and **mcp-hub** \
+(`--port P --config hub.json`); each answers in its default way (SSE or JSON). One client \
 measures them all: the harness's HTTP floor client (kept-alive reqwest, a preformatted \
 `tools/call` posted, the answer read whole and checked for a result that is not an error). \
-supergateway, mcp-proxy and mcpvisor serve are reached over Streamable HTTP with one session; \
+The gateways are reached over Streamable HTTP with one session at 2025-03-26; mcpvisor serve \
+and the FastMCP proxy are also called at **2026-07-28** (the rows so named): no session, every \
+call carrying its `_meta` (revision, client capabilities and information) and the \
+`Mcp-Method`/`Mcp-Name` headers, as that revision asks. \
 mcp-hub serves MCP only over the older HTTP+SSE transport, so it is reached through its REST \
 route `POST /api/servers/tools` (`{server_name, tool, arguments}`), the same client posting a \
 fixed body: a lighter path than its MCP one, which if anything flatters mcp-hub. \
 The **direct Host::call** is the `mcpvisor` library in the harness process calling the same \
-upstream (no gateway, no HTTP): what the gateway adds on top of the supervisor.
+upstream (no gateway, no HTTP): what the gateway adds on top of the supervisor. A ratio's \
+**best peer** is the best third-party gateway called at the same revision in that round.
 ";
 
 const HOW: &str = "
@@ -369,6 +437,13 @@ mod tests {
                 m.record(GatewayFigure::P50, Column::Gateway(g), round, p50);
                 m.record(GatewayFigure::Throughput, Column::Gateway(g), round, calls);
             }
+            // At 2026-07-28 the best peer is the one called the same way,
+            // though mcp-hub's figures are better.
+            m.record(GatewayFigure::P50, SERVE_STATELESS, round, 350.0);
+            m.record(GatewayFigure::Throughput, SERVE_STATELESS, round, 10_000.0);
+            let fastmcp = Column::Gateway(Gateway::FastMcpStateless);
+            m.record(GatewayFigure::P50, fastmcp, round, 700.0);
+            m.record(GatewayFigure::Throughput, fastmcp, round, 1_000.0);
             m.record(GatewayFigure::CliCall, Column::CliAttached, round, 4.0);
             m.record(GatewayFigure::CliCall, Column::CliOneShot, round, 8.0);
         }
@@ -382,7 +457,19 @@ mod tests {
             &Plan::quick(),
             &GatewayPeers::new("/nonexistent".into()),
         );
-        let row = |f| report.rows.iter().find(|r| r.figure == f).unwrap();
+        let row = |f| {
+            let serve = |r: &&GatewayRow| r.subject == SERVE || f == GatewayFigure::CliCall;
+            report.rows.iter().filter(serve).find(|r| r.figure == f).unwrap()
+        };
+        let stateless = |f| {
+            let of = |r: &&GatewayRow| r.subject == SERVE_STATELESS && r.figure == f;
+            report.rows.iter().find(of).unwrap()
+        };
+        assert_eq!(stateless(GatewayFigure::P50).per_best_peer, Some(0.5));
+        assert_eq!(
+            stateless(GatewayFigure::Throughput).per_best_peer,
+            Some(10.0)
+        );
         assert_eq!(row(GatewayFigure::P50).per_best_peer, Some(0.5));
         assert_eq!(row(GatewayFigure::Throughput).per_best_peer, Some(5.0));
         assert_eq!(row(GatewayFigure::P50).ratio(Column::Direct), Some(3.0));
@@ -391,7 +478,17 @@ mod tests {
             Some(0.5)
         );
         let met: Vec<Option<bool>> = report.targets.iter().map(|t| t.met).collect();
-        assert_eq!(met, [Some(true), Some(true), Some(false), Some(true)]);
+        assert_eq!(
+            met,
+            [
+                Some(true),
+                Some(true),
+                Some(true),
+                Some(true),
+                Some(false),
+                Some(true)
+            ]
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::gateway::GatewayRow;
+use super::gateway::{GatewayRow, SERVE, SERVE_STATELESS};
 use super::{Row, find};
 use crate::figures::Figure;
 use crate::gateway::{Column, GatewayFigure};
@@ -213,24 +213,41 @@ pub fn check(rows: &[Row]) -> Vec<TargetCheck> {
 
 /// The gateway targets, against the gateway figures of the same run.
 pub fn check_gateway(rows: &[GatewayRow]) -> Vec<TargetCheck> {
-    let row = |figure| rows.iter().find(|r| r.figure == figure);
-    let best = |figure| row(figure).and_then(|r| r.per_best_peer);
-    let direct = row(GatewayFigure::P50).and_then(|r| r.ratio(Column::Direct));
-    let attached = row(GatewayFigure::CliCall)
+    let row = |figure, subject| {
+        rows.iter()
+            .find(|r| r.figure == figure && r.subject == subject)
+    };
+    let best = |figure, subject| row(figure, subject).and_then(|r| r.per_best_peer);
+    let direct = row(GatewayFigure::P50, SERVE).and_then(|r| r.ratio(Column::Direct));
+    let attached = row(GatewayFigure::CliCall, Column::CliAttached)
         .and_then(|r| r.cell(Column::CliAttached))
         .map(|c| c.median);
     vec![
         checked(
-            "gateway: 64-in-flight throughput through mcpvisor serve ≥ 3 × the best of supergateway, mcp-proxy, mcp-hub",
+            "gateway: 64-in-flight throughput through mcpvisor serve ≥ 3 × the best peer (a session at 2025-03-26)",
             "throughput serve/best peer (×)",
-            best(GatewayFigure::Throughput),
+            best(GatewayFigure::Throughput, SERVE),
             Bound::AtLeast,
             3.0,
         ),
         checked(
-            "gateway: p50 through mcpvisor serve ≤ 0.5 × the best of supergateway, mcp-proxy, mcp-hub",
+            "gateway: p50 through mcpvisor serve ≤ 0.5 × the best peer (a session at 2025-03-26)",
             "p50 serve/best peer (×)",
-            best(GatewayFigure::P50),
+            best(GatewayFigure::P50, SERVE),
+            Bound::AtMost,
+            0.5,
+        ),
+        checked(
+            "gateway at 2026-07-28: 64-in-flight throughput through mcpvisor serve ≥ 3 × the best peer called at 2026-07-28",
+            "throughput serve/best peer, 2026-07-28 (×)",
+            best(GatewayFigure::Throughput, SERVE_STATELESS),
+            Bound::AtLeast,
+            3.0,
+        ),
+        checked(
+            "gateway at 2026-07-28: p50 through mcpvisor serve ≤ 0.5 × the best peer called at 2026-07-28",
+            "p50 serve/best peer, 2026-07-28 (×)",
+            best(GatewayFigure::P50, SERVE_STATELESS),
             Bound::AtMost,
             0.5,
         ),
