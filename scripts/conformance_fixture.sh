@@ -39,22 +39,12 @@ KNOWN=(
 
 # Scenarios the fixture passes and serve in front of it does not, as
 # "revision:scenario", each with the suite's words and why.
-# - input-required-result-basic-list-roots, -multiple-input-requests:
-#   "Expected InputRequiredResult with roots/list inputRequest". A server's
-#   roots/list is answered with the host's own roots (none here), never relayed
-#   to a client: the bridge relays elicitation and sampling only.
-# - input-required-result-non-tool-request: "server `fixture` asked for input
-#   `user_context`, which the host did not give". Only tools/call goes through
-#   the bridge; a prompts/get or resources/read whose server asks is refused.
 # - server-sse-polling (2025-11-25, not scored): passes directly, is skipped
 #   through serve ("0 passed"): serve's SSE streams carry no event ids, so there
 #   is no stream to resume (SSE resumption is not implemented; 2026-07-28
 #   removed it).
 GATEWAY=(
   2025-11-25:server-sse-polling
-  2026-07-28:input-required-result-basic-list-roots
-  2026-07-28:input-required-result-multiple-input-requests
-  2026-07-28:input-required-result-non-tool-request
 )
 
 # Not scored by either revision (extension, pending or added after release):

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use mcpvisor_protocol::mcp::elicit_answer::{ElicitAction, ElicitAnswer};
 use mcpvisor_protocol::mcp::elicitation::Form;
-use mcpvisor_protocol::mcp::messages::{ClientCapabilities, methods};
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, Root, methods};
 use mcpvisor_protocol::mcp::sampling::{CreateMessage, SamplingResult};
 use mcpvisor_protocol::mcp::url_elicitation::UrlElicitation;
 use mcpvisor_protocol::wire::jsonrpc::ErrorObject;
@@ -57,6 +57,23 @@ pub struct UrlRequest {
     params: Value,
 }
 
+/// A server asks for the roots it may work in (`roots/list`), of a handler
+/// that answers roots itself (a gateway asks the client the call is for).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RootsRequest {
+    /// The server asking.
+    pub server: Arc<str>,
+    params: Value,
+}
+
+impl RootsRequest {
+    /// The parameters as sent (for a host that relays the request).
+    pub fn params(&self) -> &Value {
+        &self.params
+    }
+}
+
 impl FormRequest {
     /// The parameters as sent (for a host that relays the request).
     pub fn params(&self) -> &Value {
@@ -82,6 +99,8 @@ pub enum HostAsk {
     Form(FormRequest),
     /// `elicitation/create` in URL mode.
     Url(UrlRequest),
+    /// `roots/list`, of a handler that declares `roots`.
+    Roots(RootsRequest),
 }
 
 tokio::task_local! {
@@ -121,7 +140,11 @@ fn not_offered<T: Send + 'static>(method: &str) -> HostAnswer<T> {
 /// they are data the host sets (`SupervisorOptions::roots`,
 /// [`crate::Host::set_roots`]), since servers must be told when they change.
 pub trait ClientHandler: Send + Sync + 'static {
-    /// The requests this handler answers (`roots` is ignored here).
+    /// The requests this handler answers. `roots`: it answers a stateless
+    /// server's `roots/list` itself ([`ClientHandler::list_roots`]), as a
+    /// gateway does for the client a call is made for; without it the
+    /// host's own roots answer (and a dated revision's server is always
+    /// answered with those, declared where the host has them).
     fn capabilities(&self) -> ClientCapabilities;
 
     /// Answers `sampling/createMessage` (declared by `sampling`; a request
@@ -144,6 +167,12 @@ pub trait ClientHandler: Send + Sync + 'static {
     fn elicit_url(&self, request: UrlRequest) -> HostAnswer<ElicitAction> {
         let _ = request;
         not_offered(methods::ELICIT)
+    }
+
+    /// Answers `roots/list` (declared by `roots`).
+    fn list_roots(&self, request: RootsRequest) -> HostAnswer<Vec<Root>> {
+        let _ = request;
+        not_offered(methods::ROOTS_LIST)
     }
 }
 
@@ -198,6 +227,9 @@ impl HostAsk {
                 .map_err(|e| invalid(format!("sampling request: {e}")))?;
             return Ok(HostAsk::Sampling(SamplingRequest { server, request }));
         }
+        if method == methods::ROOTS_LIST {
+            return Ok(HostAsk::Roots(RootsRequest { server, params }));
+        }
         if method != methods::ELICIT {
             return Err(error(
                 error_codes::METHOD_NOT_FOUND,
@@ -240,6 +272,7 @@ impl HostAsk {
         match self {
             HostAsk::Sampling(_) => methods::CREATE_MESSAGE,
             HostAsk::Form(_) | HostAsk::Url(_) => methods::ELICIT,
+            HostAsk::Roots(_) => methods::ROOTS_LIST,
         }
     }
 
@@ -249,6 +282,7 @@ impl HostAsk {
             HostAsk::Sampling(r) => r.request.params(),
             HostAsk::Form(r) => r.params(),
             HostAsk::Url(r) => r.params(),
+            HostAsk::Roots(r) => r.params(),
         }
     }
 
@@ -258,6 +292,7 @@ impl HostAsk {
             HostAsk::Sampling(r) => &r.server,
             HostAsk::Form(r) => &r.server,
             HostAsk::Url(r) => &r.server,
+            HostAsk::Roots(r) => &r.server,
         }
     }
 
@@ -298,6 +333,10 @@ impl HostAsk {
                 let form = request.form.clone();
                 let answer = handler.elicit(request).await?;
                 finish_form(&form, answer)
+            }
+            HostAsk::Roots(request) => {
+                let roots = handler.list_roots(request).await?;
+                Ok(serde_json::json!({ "roots": roots }))
             }
         }
     }

@@ -317,7 +317,7 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<(i64, RawAnswer), CallError> {
-        self.request_with(None, method, params, timeout)
+        self.request_with(None, method, params, timeout, None)
     }
 
     /// [`CallLane::request`], awaited: the result as sent. Dropping the future
@@ -328,7 +328,19 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let (id, answer) = self.request(method, params, timeout)?;
+        self.ask_for(method, params, timeout, None).await
+    }
+
+    /// [`CallLane::ask`] made for a client that answers `answers` (a
+    /// gateway's): at a stateless revision each round declares only that.
+    pub(crate) async fn ask_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        answers: Option<ClientCapabilities>,
+    ) -> Result<Value, CallError> {
+        let (id, answer) = self.request_with(None, method, params, timeout, answers)?;
         self.await_raw(id, answer).await
     }
 
@@ -363,7 +375,7 @@ impl CallLane {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<RawAnswer, CallError> {
-        let (_, answer) = self.request_with(Some(id), method, params, timeout)?;
+        let (_, answer) = self.request_with(Some(id), method, params, timeout, None)?;
         Ok(answer)
     }
 
@@ -374,6 +386,7 @@ impl CallLane {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
+        answers: Option<ClientCapabilities>,
     ) -> Result<(i64, RawAnswer), CallError> {
         let (reply, answer) = oneshot::channel();
         let mut slot = Slot {
@@ -397,7 +410,8 @@ impl CallLane {
         {
             let id = id.unwrap_or_else(|| self.next_id());
             let params = params.unwrap_or_else(|| Value::Object(Default::default()));
-            let mut retry = rounds::Retry::of(id, asking, params, false, Vec::new(), timeout);
+            let mut retry = rounds::Retry::of(id, asking, params, false, Vec::new(), timeout)
+                .map(|retry| retry.answering(answers));
             let line = retry.as_mut().map(|r| self.round_line(id, r));
             slot.retry = retry;
             let id = self.begin(Some(id), |_| line.unwrap_or_default(), slot)?;

@@ -50,8 +50,8 @@ pub use host::{
     ServerResource, ServerTemplate, Skipped, node_link,
 };
 pub use host_requests::{
-    ClientHandler, FormRequest, HostAnswer, HostAsk, SamplingRequest, SharedClientHandler,
-    UrlRequest, round_key,
+    ClientHandler, FormRequest, HostAnswer, HostAsk, RootsRequest, SamplingRequest,
+    SharedClientHandler, UrlRequest, round_key,
 };
 pub use messages::ReloadReport;
 pub use options::{CallOptions, ProgressCallback, ServerSpec, SupervisorOptions, TransportSpec};

@@ -245,6 +245,19 @@ impl ServerLink {
         self.lane.ask(method, params, self.request_timeout).await
     }
 
+    /// [`ServerLink::ask`] for a client that answers `answers` (see
+    /// [`crate::CallOptions::answering`]).
+    pub(crate) async fn ask_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        answers: Option<mcpvisor_protocol::mcp::messages::ClientCapabilities>,
+    ) -> Result<Value, CallError> {
+        self.lane
+            .ask_for(method, params, self.request_timeout, answers)
+            .await
+    }
+
     /// Fails unless the server declared `feature`.
     pub(crate) fn require(&self, offered: bool, feature: &'static str) -> Result<(), CallError> {
         if offered {

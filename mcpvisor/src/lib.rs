@@ -36,8 +36,8 @@ pub use start::{StartProjectError, start_project};
 
 pub use mcpvisor_actors::fault::{FaultParseError, parse_duration};
 pub use mcpvisor_actors::host_requests::{
-    ClientHandler, FormRequest, HostAnswer, HostAsk, SamplingRequest, SharedClientHandler,
-    UrlRequest, round_key,
+    ClientHandler, FormRequest, HostAnswer, HostAsk, RootsRequest, SamplingRequest,
+    SharedClientHandler, UrlRequest, round_key,
 };
 /// The route table ([`Host::routes`]).
 pub use mcpvisor_actors::routes;

@@ -1,6 +1,7 @@
 //! The bridge from a server that asks mid-call to a 2026-07-28 client, which
-//! can only be asked by multi-round-trip results: the call runs on as a task
-//! of its own; what the server asks (elicitation, sampling) ends the client's
+//! can only be asked by multi-round-trip results: the call (a `tools/call`, a
+//! `resources/read` or a `prompts/get`) runs on as a task of its own; what
+//! the server asks (elicitation, sampling; roots in a round) ends the client's
 //! request with `input_required`, the questions and a `requestState`; the
 //! client's retry, with `inputResponses` and that state, answers the server's
 //! waiting requests and waits on the same call again.

@@ -1,5 +1,8 @@
-//! Requests servers send the host (sampling, elicitation), forwarded through
-//! `mcpvisor serve` to the downstream client whose call they relate to.
+//! Requests servers send the host (sampling, elicitation; and roots, asked
+//! in a 2026-07-28 server's round), forwarded through `mcpvisor serve` to the
+//! downstream client whose call they relate to. A dated revision's server
+//! asking `roots/list` on its own (its connection's, not a call's) gets the
+//! host's roots, as before.
 //!
 //! A server asks while one of its tools runs, so the request goes to the one
 //! session with calls in flight to that server, on its newest call's channel
@@ -15,10 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use mcpvisor::{
-    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, HostAsk, SamplingRequest,
-    SamplingResult, SharedClientHandler, UrlRequest,
+    ClientHandler, ElicitAction, ElicitAnswer, FormRequest, HostAnswer, HostAsk, RootsRequest,
+    SamplingRequest, SamplingResult, SharedClientHandler, UrlRequest,
 };
-use mcpvisor_protocol::mcp::messages::ClientCapabilities;
+use mcpvisor_protocol::mcp::messages::{ClientCapabilities, Root};
 use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, error_codes};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -190,6 +193,30 @@ impl Forwarder {
     }
 }
 
+/// A client's `roots/list` result: `roots`, each a `file://` URI (bounded).
+fn read_roots(answer: &Value) -> Result<Vec<Root>, ErrorObject> {
+    /// More than a client could mean: a list this long is refused whole.
+    const MAX_ROOTS: usize = 1024;
+    let roots = answer
+        .get("roots")
+        .and_then(Value::as_array)
+        .ok_or_else(|| unreadable("roots", "no `roots` array"))?;
+    if roots.len() > MAX_ROOTS {
+        return Err(unreadable("roots", format!("more than {MAX_ROOTS} roots")));
+    }
+    roots
+        .iter()
+        .map(|root| {
+            let root: Root =
+                serde_json::from_value(root.clone()).map_err(|e| unreadable("roots", e))?;
+            if !root.uri.starts_with("file://") {
+                return Err(unreadable("roots", "a root's uri is not a file:// URI"));
+            }
+            Ok(root)
+        })
+        .collect()
+}
+
 /// The client's answer did not read as what it answers.
 fn unreadable(what: &str, why: impl std::fmt::Display) -> ErrorObject {
     ErrorObject {
@@ -201,8 +228,17 @@ fn unreadable(what: &str, why: impl std::fmt::Display) -> ErrorObject {
 
 impl ClientHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
-        // What each downstream client declared is checked per request.
-        ClientCapabilities::EVERY_REQUEST
+        // What each downstream client declared is checked per request. Roots
+        // too: a stateless server asks them in a call, for its client.
+        ClientCapabilities {
+            roots: true,
+            ..ClientCapabilities::EVERY_REQUEST
+        }
+    }
+
+    fn list_roots(&self, request: RootsRequest) -> HostAnswer<Vec<Root>> {
+        let relayed = self.relay(HostAsk::Roots(request));
+        Box::pin(async move { read_roots(&relayed.await?) })
     }
 
     fn create_message(&self, request: SamplingRequest) -> HostAnswer<SamplingResult> {

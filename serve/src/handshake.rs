@@ -19,11 +19,8 @@ pub(crate) fn initialize_params(
     let revision = versions.accepts(requested).unwrap_or(versions.offered());
     tracing::debug!(requested, %revision, "downstream session initialized");
     let offered = params.and_then(|p| p.get("capabilities"));
-    // Roots are the host's own here, never asked of a client.
-    let offers = ClientCapabilities {
-        roots: false,
-        ..ClientCapabilities::declared_by(offered, revision)
-    };
+    // Roots too: a 2026-07-28 server may ask them in a call made for this client.
+    let offers = ClientCapabilities::declared_by(offered, revision);
     Ok((offers, revision))
 }
 

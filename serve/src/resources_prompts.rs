@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use mcpvisor::{CallError, CompletionTarget, Host};
+use mcpvisor::{CallError, CallOptions, CompletionTarget, Host, QualifiedMcpToolName};
+use mcpvisor_protocol::mcp::client_offers::ClientCapabilities;
 use mcpvisor_protocol::mcp::icons::Icon;
 use mcpvisor_protocol::mcp::messages::methods;
 use mcpvisor_protocol::mcp::revision::Revision;
@@ -52,6 +53,39 @@ pub async fn answer(
     method: &str,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
+    answer_for(host, naming, page_size, revision, method, params, None).await
+}
+
+/// For whom a `resources/read` or `prompts/get` is made: what its client
+/// answers (what a 2026-07-28 server is told, and so may ask in its rounds),
+/// and how the server's questions reach that client while it runs.
+pub(crate) struct MadeFor<'a> {
+    /// What the client answers.
+    pub(crate) answers: ClientCapabilities,
+    /// Records the request as the client's call to a server: a guard,
+    /// held while the request runs.
+    pub(crate) enter: &'a (dyn Fn(Arc<str>) -> Option<Box<dyn Send>> + Send + Sync),
+}
+
+impl MadeFor<'_> {
+    fn options(made_for: Option<&Self>) -> CallOptions {
+        match made_for {
+            Some(m) => CallOptions::default().answering(m.answers),
+            None => CallOptions::default(),
+        }
+    }
+}
+
+/// [`answer`], for the client `made_for` names.
+pub(crate) async fn answer_for(
+    host: &Host,
+    naming: Naming,
+    page_size: usize,
+    revision: Revision,
+    method: &str,
+    params: Option<&Value>,
+    made_for: Option<&MadeFor<'_>>,
+) -> Result<Value, ErrorObject> {
     let cursor = cursor(params)?;
     let listed = |entries: Flat| -> Vec<Value> {
         entries
@@ -80,8 +114,10 @@ pub async fn answer(
                 Some(server) => Arc::from(server),
                 None => owner(host, uri).await?,
             };
+            let _caller = made_for.and_then(|m| (m.enter)(server.clone()));
+            let options = MadeFor::options(made_for);
             let read = host
-                .read_resource(&server, uri)
+                .read_resource_with(&server, uri, &options)
                 .await
                 .map_err(upstream_error)?;
             Ok(read.raw)
@@ -111,7 +147,12 @@ pub async fn answer(
                 .await
                 .ok_or_else(|| invalid(format!("unknown prompt: {name}")))?;
             let arguments = prompt_arguments(params)?;
-            match host.get_prompt(&routed, &arguments).await {
+            let _caller = match (made_for, QualifiedMcpToolName::parse(&routed)) {
+                (Some(m), Ok(route)) => (m.enter)(Arc::from(route.server())),
+                _ => None,
+            };
+            let options = MadeFor::options(made_for);
+            match host.get_prompt_with(&routed, &arguments, &options).await {
                 Ok(got) => Ok(got.raw),
                 Err(CallError::UnknownPrompt(_)) => Err(invalid(format!("unknown prompt: {name}"))),
                 Err(e) => Err(upstream_error(e)),

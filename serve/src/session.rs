@@ -33,6 +33,7 @@ mod calls;
 mod listen;
 mod notices;
 mod options;
+mod reads;
 mod url_steps;
 use crate::in_flight::{Admitted, Refusal, Registered, RequestMarks, Requests};
 use crate::ingress::Ingress;
@@ -550,18 +551,7 @@ impl Session {
                 .map_err(|_| error(error_codes::INVALID_PARAMS, "invalid cursor"))
             }
             methods::TOOLS_CALL => self.call(params, replies, marks, registered).await,
-            m if resources_prompts::handles(m) => {
-                let page_size = self.gateway.options().page_size;
-                resources_prompts::answer(
-                    host,
-                    self.naming(),
-                    page_size,
-                    self.revision(),
-                    m,
-                    params.as_ref(),
-                )
-                .await
-            }
+            m if resources_prompts::handles(m) => self.resources_prompts(m, params, replies).await,
             methods::RESOURCES_SUBSCRIBE => {
                 let all = &self.gateway.subscribers;
                 subscriptions::subscribe(host, all, &self.subscribed, params.as_ref()).await

@@ -120,11 +120,8 @@ pub(crate) fn read(request: &Request, versions: &Versions) -> Result<Modern, Err
     };
     Ok(Modern {
         revision,
-        client: ClientCapabilities {
-            // Roots are the host's own here, never asked of a client.
-            roots: false,
-            ..ClientCapabilities::declared_by(Some(capabilities), revision)
-        },
+        // Roots too: a 2026-07-28 server may ask them in a call made for this client.
+        client: ClientCapabilities::declared_by(Some(capabilities), revision),
         log_level,
     })
 }

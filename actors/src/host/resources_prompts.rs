@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::Host;
 use crate::error::CallError;
+use crate::options::CallOptions;
 use crate::restart_replay::{MAX_SUBSCRIPTIONS, MAX_URI_BYTES, Recorded, RestartReplay};
 use crate::server_lists::{ServerLink, ServerList};
 use crate::status::ServerState;
@@ -143,10 +144,27 @@ impl Host {
         server: &str,
         uri: &str,
     ) -> Result<ReadResourceResult, CallError> {
+        self.read_resource_with(server, uri, &CallOptions::default())
+            .await
+    }
+
+    /// [`Host::read_resource`] with `options`: of them, what the read is made
+    /// for ([`CallOptions::answering`]: what a 2026-07-28 server is told, and
+    /// may ask in rounds, the host's handler answering).
+    pub async fn read_resource_with(
+        &self,
+        server: &str,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<ReadResourceResult, CallError> {
         let link = self.link(server)?;
         link.require(link.offers.resources, "resources")?;
         let value = link
-            .ask(methods::RESOURCES_READ, Some(uri_params(uri)))
+            .ask_for(
+                methods::RESOURCES_READ,
+                Some(uri_params(uri)),
+                options.answers,
+            )
             .await?;
         ReadResourceResult::parse(value).map_err(|source| CallError::InvalidResult {
             server: link.name.clone(),
@@ -260,6 +278,17 @@ impl Host {
         name: &str,
         arguments: &BTreeMap<String, String>,
     ) -> Result<GetPromptResult, CallError> {
+        self.get_prompt_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`Host::get_prompt`] with `options` (see [`Host::read_resource_with`]).
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: &BTreeMap<String, String>,
+        options: &CallOptions,
+    ) -> Result<GetPromptResult, CallError> {
         let (link, prompt) = self.routed_prompt(name).await?;
         if let Some(missing) = prompt
             .arguments
@@ -276,9 +305,10 @@ impl Host {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         let value = link
-            .ask(
+            .ask_for(
                 methods::PROMPTS_GET,
                 Some(get_prompt_params(&prompt.name, &arguments)),
+                options.answers,
             )
             .await?;
         GetPromptResult::parse(value).map_err(|source| CallError::InvalidResult {

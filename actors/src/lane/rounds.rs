@@ -47,11 +47,7 @@ impl InputAsker {
         server: &Arc<str>,
         request: InputRequest,
     ) -> Result<Value, ErrorObject> {
-        let Some(handler) = self
-            .handler
-            .as_ref()
-            .filter(|_| request.method != METHOD_ROOTS)
-        else {
+        let Some(handler) = self.handler_for(&request) else {
             return self.answer_unpermitted(request).await;
         };
         let Ok(_permit) = self.permits.try_acquire() else {
@@ -67,7 +63,10 @@ impl InputAsker {
         server: &Arc<str>,
         requests: Vec<InputRequest>,
     ) -> Vec<(String, Result<Value, ErrorObject>)> {
-        let asks_handler = requests.iter().filter(|r| r.method != METHOD_ROOTS).count();
+        let asks_handler = requests
+            .iter()
+            .filter(|r| self.handler_for(r).is_some())
+            .count();
         let permits = match u32::try_from(asks_handler) {
             Ok(0) => None,
             Ok(n) => match self.permits.try_acquire_many(n) {
@@ -80,15 +79,25 @@ impl InputAsker {
         };
         let asking = requests.into_iter().map(|request| async move {
             let key = request.key.clone();
-            let answer = match (&self.handler, request.method == METHOD_ROOTS) {
-                (Some(handler), false) => self.ask_handler(handler, server, request).await,
-                _ => self.answer_unpermitted(request).await,
+            let answer = match self.handler_for(&request) {
+                Some(handler) => self.ask_handler(handler, server, request).await,
+                None => self.answer_unpermitted(request).await,
             };
             (key, answer)
         });
         let answers = futures::future::join_all(asking).await;
         drop(permits);
         answers
+    }
+
+    /// The handler that answers `request`: for roots, only one that answers
+    /// them itself (a gateway's); the host's own roots answer otherwise.
+    fn handler_for(&self, request: &InputRequest) -> Option<&SharedClientHandler> {
+        let handler = self.handler.as_ref()?;
+        if request.method == METHOD_ROOTS && !handler.0.capabilities().roots {
+            return None;
+        }
+        Some(handler)
     }
 
     /// Roots, or a refusal for what was not offered (no permit needed).

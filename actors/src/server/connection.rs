@@ -361,14 +361,20 @@ impl Connection {
         if matches!(handled.event, SessionEvent::Ready(_)) {
             self.deadlines.probed();
             if let Some(meta) = self.session.request_meta() {
-                let asker = crate::lane::InputAsker {
-                    handler: self.ctx.options.client_handler.clone(),
-                    roots: self.ctx.roots.clone(),
-                    // As declared at this revision, as the server reads it.
-                    offered: mcpvisor_protocol::mcp::client_offers::ClientCapabilities::declared_by(
+                let handler = self.ctx.options.client_handler.clone();
+                // As declared at this revision, as the server reads it.
+                let mut offered =
+                    mcpvisor_protocol::mcp::client_offers::ClientCapabilities::declared_by(
                         Some(&self.session.offered().to_value_at(meta.revision())),
                         meta.revision(),
-                    ),
+                    );
+                // A handler that answers roots itself may be asked for them in
+                // a call made for its client (declared per call, narrowed to it).
+                offered.roots |= handler.as_ref().is_some_and(|h| h.0.capabilities().roots);
+                let asker = crate::lane::InputAsker {
+                    handler,
+                    roots: self.ctx.roots.clone(),
+                    offered,
                     timeout: self.ctx.options.host_request_timeout,
                     permits: Arc::new(tokio::sync::Semaphore::new(
                         self.ctx.options.max_host_requests,

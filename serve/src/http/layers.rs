@@ -79,10 +79,27 @@ pub(super) struct Named(pub(super) Option<(String, Arc<HttpSession>)>);
 
 impl Named {
     /// The session a GET or DELETE addresses. Without one there is nothing
-    /// to address: `405`, which is also what 2026-07-28 (no sessions, no GET
-    /// stream) answers both methods with.
-    pub(super) fn required(self) -> Result<(String, Arc<HttpSession>), Response> {
+    /// to address. A client of a session era (its `MCP-Protocol-Version`
+    /// names a 2025 revision) forgot its session: `400`, as those revisions
+    /// answer a request without one. Otherwise `405`, which is what 2026-07-28
+    /// (no sessions, no GET stream) answers both methods with.
+    pub(super) fn required(
+        self,
+        headers: &HeaderMap,
+    ) -> Result<(String, Arc<HttpSession>), Response> {
         self.0.ok_or_else(|| {
+            let session_era = headers
+                .get(super::VERSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<mcpvisor_protocol::mcp::revision::Revision>().ok())
+                .is_some_and(|r| r.initializes());
+            if session_era {
+                return screen::refuse(
+                    StatusCode::BAD_REQUEST,
+                    error_codes::INVALID_REQUEST,
+                    "GET and DELETE address a session: send the Mcp-Session-Id `initialize` gave",
+                );
+            }
             let mut refused = screen::refuse(
                 StatusCode::METHOD_NOT_ALLOWED,
                 error_codes::INVALID_REQUEST,

@@ -400,7 +400,7 @@ async fn on_get(
     named: Named,
     headers: HeaderMap,
 ) -> Response {
-    let session = match named.required() {
+    let session = match named.required(&headers) {
         Ok((_, session)) => session,
         Err(refusal) => return refusal,
     };
@@ -446,7 +446,7 @@ async fn on_delete(
     named: Named,
     headers: HeaderMap,
 ) -> Response {
-    let (id, session) = match named.required() {
+    let (id, session) = match named.required(&headers) {
         Ok(named) => named,
         Err(refusal) => return refusal,
     };

@@ -38,10 +38,36 @@ impl Session {
                 .call_direct(params, replies, marks, registered, cancel_on_drop)
                 .await;
         };
-        // A stateless client is asked through rounds: the call runs on its
-        // own, and what its server asks parks it for the client's retry.
+        let replies = replies.clone();
+        self.bridged(
+            me,
+            methods::TOOLS_CALL,
+            params,
+            client,
+            move |me, params| me.call_detached(params, replies),
+        )
+        .await
+    }
+
+    /// A stateless client's request whose server may ask (`tools/call`,
+    /// `resources/read`, `prompts/get`): a client that can only be asked
+    /// through rounds gets them from the bridge. The request runs on its own
+    /// (`run`, given this session and the params), and what its server asks
+    /// parks it for the client's retry; a retry resumes the parked request.
+    pub(super) async fn bridged<F, Fut>(
+        &self,
+        me: Arc<Session>,
+        method: &'static str,
+        params: Option<Value>,
+        client: mcpvisor_protocol::mcp::messages::ClientCapabilities,
+        run: F,
+    ) -> Outcome
+    where
+        F: FnOnce(Arc<Session>, Option<Value>) -> Fut,
+        Fut: std::future::Future<Output = Outcome> + Send + 'static,
+    {
         let bridge = &self.gateway.bridge;
-        let binding = Binding::of(methods::TOOLS_CALL, params.as_ref());
+        let binding = Binding::of(method, params.as_ref());
         let responses = match params.as_ref().and_then(|p| p.get("inputResponses")) {
             None => None,
             // Each answer is the result the question asked for: an object.
@@ -57,10 +83,9 @@ impl Session {
         };
         let op = match params.as_ref().and_then(|p| p.get("requestState")) {
             None | Some(Value::Null) => {
-                let replies = replies.clone();
                 let (mut op, _) = Op::start_with(|asking, parked| {
                     *me.asking.lock() = Some((asking, parked));
-                    me.call_detached(params, replies)
+                    run(me, params)
                 });
                 if let Some(responses) = &responses {
                     op.give(responses);

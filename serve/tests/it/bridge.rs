@@ -9,6 +9,11 @@
 //! - A 2025-11-25 client calls `test_input_required_result_elicitation`, whose
 //!   server, reached at 2026-07-28, answers `input_required`: the client is sent
 //!   an ordinary `elicitation/create`, and its answer goes back as the retry.
+//! - A 2026-07-28 server's round asks for roots: a 2026-07-28 client is asked
+//!   in its own round, a 2025-11-25 one with `roots/list`, and the client's
+//!   roots (not the gateway's, which has none) answer the server.
+//! - A `prompts/get` whose 2026-07-28 server asks for a form first is
+//!   bridged the same way, for both kinds of client.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -153,4 +158,74 @@ fn a_2025_client_answers_a_2026_servers_round_over_stdio() {
         out["text"], "Hello, Ada!",
         "the round did not carry the answer: {out}"
     );
+}
+
+/// A 2026-07-28 server's round asked for roots, and the call ended with the
+/// client's own (the gateway has none: they can only have come from it).
+fn check_roots_came_from_the_client(out: &Value, revision: &str) {
+    assert!(out.get("error").is_none(), "{out}");
+    assert_eq!(out["protocol_version"], revision, "{out}");
+    assert_eq!(out["asked"], json!([{"roots": true}]), "{out}");
+    assert_eq!(
+        out["text"], "Found 1 root(s): file:///work/bridge-project",
+        "the round did not carry the client's roots: {out}"
+    );
+}
+
+#[test]
+fn a_2026_client_gives_a_2026_servers_round_its_roots_over_http() {
+    let tool = "test_input_required_result_list_roots";
+    let out = over_http(
+        "roots-26-http",
+        "2026-07-28",
+        tool,
+        json!({}),
+        UPSTREAM_2026,
+    );
+    check_roots_came_from_the_client(&out, "2026-07-28");
+}
+
+#[test]
+fn a_2025_client_gives_a_2026_servers_round_its_roots_over_stdio() {
+    let tool = "test_input_required_result_list_roots";
+    let out = over_stdio("roots-25-stdio", "legacy", tool, json!({}), UPSTREAM_2026);
+    check_roots_came_from_the_client(&out, "2025-11-25");
+}
+
+/// A `prompts/get` whose 2026-07-28 server asks for a form before it answers:
+/// the client's answer fills the prompt.
+fn check_prompt_filled_by_the_client(out: &Value, revision: &str) {
+    assert!(out.get("error").is_none(), "{out}");
+    assert_eq!(out["protocol_version"], revision, "{out}");
+    assert_eq!(out["asked"][0]["fields"], json!(["context"]), "{out}");
+    assert_eq!(
+        out["text"], "Prompt with context: the bridge",
+        "the prompt did not carry the client's answer: {out}"
+    );
+}
+
+#[test]
+fn a_2026_client_answers_a_2026_servers_prompt_over_http() {
+    let prompt = "prompt:test_input_required_result_prompt";
+    let out = over_http(
+        "prompt-26-http",
+        "2026-07-28",
+        prompt,
+        json!({}),
+        UPSTREAM_2026,
+    );
+    check_prompt_filled_by_the_client(&out, "2026-07-28");
+}
+
+#[test]
+fn a_2025_client_answers_a_2026_servers_prompt_over_stdio() {
+    let prompt = "prompt:test_input_required_result_prompt";
+    let out = over_stdio(
+        "prompt-25-stdio",
+        "legacy",
+        prompt,
+        json!({}),
+        UPSTREAM_2026,
+    );
+    check_prompt_filled_by_the_client(&out, "2025-11-25");
 }

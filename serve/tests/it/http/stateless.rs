@@ -2,7 +2,8 @@
 //! place of `initialize`) beside `initialize` sessions, with what that
 //! revision asks of the transport — the headers checked against the body,
 //! errors carrying their request's id and saying their kind in the status,
-//! 405 for GET, and a closed response stream as the client's cancel.
+//! 405 for GET and DELETE (400 to a 2025 client without its session), and
+//! a closed response stream as the client's cancel.
 
 use std::time::{Duration, Instant};
 
@@ -173,6 +174,24 @@ async fn what_the_revision_refuses_is_refused_with_the_request_id_and_the_status
         .unwrap();
     assert_eq!(response.status().as_u16(), 405);
     assert_eq!(response.headers()["allow"], "POST");
+    let response = serve
+        .client()
+        .delete(&url)
+        .header("mcp-protocol-version", V)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    // A 2025 client that forgot its session is told so, as its revision does.
+    let response = serve
+        .client()
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
     serve.stop();
 }
 
