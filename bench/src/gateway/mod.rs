@@ -104,7 +104,9 @@ impl Gateway {
             Gateway::FastMcp | Gateway::FastMcpStateless => {
                 Some(Package::PyPi("fastmcp", "fastmcp"))
             }
-            Gateway::ContextForge => Some(Package::PyPi("contextforge", "mcp_contextforge_gateway")),
+            Gateway::ContextForge => {
+                Some(Package::PyPi("contextforge", "mcp_contextforge_gateway"))
+            }
         }
     }
 }

@@ -334,7 +334,10 @@ fn values_table(out: &mut String, report: &GatewayReport) {
 /// other gateway: the subject's value over the other's.
 fn ratios_table(out: &mut String, report: &GatewayReport) {
     let others: Vec<Column> = GATEWAY_COLUMNS.to_vec();
-    let names: Vec<String> = others.iter().map(|&c| format!("/ {}", column_name(c))).collect();
+    let names: Vec<String> = others
+        .iter()
+        .map(|&c| format!("/ {}", column_name(c)))
+        .collect();
     let _ = writeln!(
         out,
         "\n| ratio | / best peer at the same revision | {} |\n|---|---:|{}",
@@ -348,7 +351,13 @@ fn ratios_table(out: &mut String, report: &GatewayReport) {
     {
         let cells: Vec<String> = others
             .iter()
-            .map(|&c| if c == row.subject { "—".into() } else { ratio(row.ratio(c)) })
+            .map(|&c| {
+                if c == row.subject {
+                    "—".into()
+                } else {
+                    ratio(row.ratio(c))
+                }
+            })
             .collect();
         let _ = writeln!(
             out,
@@ -459,7 +468,12 @@ mod tests {
         );
         let row = |f| {
             let serve = |r: &&GatewayRow| r.subject == SERVE || f == GatewayFigure::CliCall;
-            report.rows.iter().filter(serve).find(|r| r.figure == f).unwrap()
+            report
+                .rows
+                .iter()
+                .filter(serve)
+                .find(|r| r.figure == f)
+                .unwrap()
         };
         let stateless = |f| {
             let of = |r: &&GatewayRow| r.subject == SERVE_STATELESS && r.figure == f;
