@@ -94,4 +94,7 @@ pub struct NodeServers {
     pub servers: Vec<RemoteServer>,
     /// How its calls travel.
     pub calls: Arc<dyn RemoteCalls>,
+    /// Where its gateway serves MCP over HTTP, when it does (and said so):
+    /// a 2026-07-28 request that must be answered there is passed on to it.
+    pub http: Option<std::net::SocketAddr>,
 }

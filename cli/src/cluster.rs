@@ -50,8 +50,13 @@ pub(crate) struct ClusterArgs {
 }
 
 impl ClusterArgs {
-    /// Joins the cluster when --cluster-listen is given.
-    pub(crate) async fn join(&self, host: &Host) -> Result<Option<Cluster>, Failure> {
+    /// Joins the cluster when --cluster-listen is given, telling the other
+    /// nodes this one serves HTTP at `http` (when it does).
+    pub(crate) async fn join(
+        &self,
+        host: &Host,
+        http: Option<SocketAddr>,
+    ) -> Result<Option<Cluster>, Failure> {
         let Some(listen) = self.cluster_listen else {
             return Ok(None);
         };
@@ -68,6 +73,7 @@ impl ClusterArgs {
         options.insecure_plaintext = self.insecure_plaintext;
         options.heartbeat = Duration::from_millis(self.heartbeat_ms);
         options.lost_after = Duration::from_millis(self.node_lost_ms);
+        options.http = http;
         if let (Some(cert), Some(key), Some(ca)) = (&self.tls_cert, &self.tls_key, &self.tls_ca) {
             options.tls = Some(TlsFiles {
                 cert: cert.clone(),

@@ -218,8 +218,10 @@ pub(crate) async fn serve(
     let host = Host::start(specs()?, options)
         .await
         .map_err(|e| Failure(e.to_string(), 1))?;
+    // Other nodes pass on to this one the 2026-07-28 requests it must answer.
+    let http_addr = endpoint.as_ref().and_then(|e| e.local_addr().ok());
     // Held while serving: dropping it leaves the cluster.
-    let cluster = match args.cluster.join(&host).await {
+    let cluster = match args.cluster.join(&host, http_addr).await {
         Ok(cluster) => cluster,
         Err(e) => {
             host.shutdown().await;

@@ -21,7 +21,13 @@ fn state_word(state: &ServerState) -> (&'static str, Option<String>) {
 }
 
 /// This host's servers and routes, as every other node should know them.
-fn advert(host: &Host, local: &str, listen: &str, peers: Vec<String>) -> Wire {
+fn advert(
+    host: &Host,
+    local: &str,
+    listen: &str,
+    peers: Vec<String>,
+    http: Option<std::net::SocketAddr>,
+) -> Wire {
     let table = host.routes();
     let mut tools: HashMap<&str, Vec<WireTool>> = HashMap::new();
     // In name order: the same servers and tools make the same bytes, so an
@@ -50,6 +56,7 @@ fn advert(host: &Host, local: &str, listen: &str, peers: Vec<String>) -> Wire {
         listen: listen.to_string(),
         peers,
         servers,
+        http: http.map(|a| a.to_string()),
     }
 }
 
@@ -60,9 +67,10 @@ pub(crate) fn encoded(
     local: &str,
     listen: &str,
     peers: Vec<String>,
+    http: Option<std::net::SocketAddr>,
     max: usize,
 ) -> Vec<u8> {
-    let mut advert = advert(host, local, listen, peers);
+    let mut advert = advert(host, local, listen, peers, http);
     match advert.encode(max) {
         Ok(bytes) => bytes,
         Err(size) => {

@@ -60,6 +60,17 @@ fn on_ip(address: &str, ip: IpAddr) -> bool {
         .is_ok_and(|a| a.ip().to_canonical() == ip.to_canonical())
 }
 
+/// Where a node's gateway serves HTTP, as it advertised `address`: only on
+/// the IP its session comes from (a node names no other machine for this
+/// one to send requests to); an unspecified IP is read as that one.
+fn http_on(address: &str, ip: IpAddr) -> Option<SocketAddr> {
+    let mut addr = address.parse::<SocketAddr>().ok()?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(ip.to_canonical());
+    }
+    (addr.ip().to_canonical() == ip.to_canonical() && addr.port() != 0).then_some(addr)
+}
+
 /// The group of the agent of node `name`.
 pub(crate) fn group_of(name: &str) -> String {
     format!("node:{name}")
@@ -97,8 +108,11 @@ struct Peer {
     listen: Option<String>,
     /// Where the nodes it hears listen, as it advertised (bounded).
     knows: Vec<String>,
-    /// Its last advertisement's servers, as sent: one that repeats is not routed again.
+    /// Its last advertisement's servers and HTTP address, as sent: one that
+    /// repeats is not routed again.
     servers: Vec<u8>,
+    /// Where its gateway serves HTTP, as it advertised (on `session_ip`).
+    http: Option<SocketAddr>,
 }
 
 pub(crate) struct AgentState {
@@ -341,6 +355,7 @@ impl AgentState {
                 listen: None,
                 knows: Vec::new(),
                 servers: Vec::new(),
+                http: None,
             },
         );
         link.send_hello(given);
@@ -414,12 +429,14 @@ impl AgentState {
                 listen,
                 peers,
                 servers,
+                http,
                 ..
             } => {
-                let fingerprint = serde_json::to_vec(&servers).unwrap_or_default();
                 let Some(peer) = self.peers.get_mut(&from) else {
                     return;
                 };
+                let http = http.as_deref().and_then(|a| http_on(a, peer.session_ip));
+                let fingerprint = serde_json::to_vec(&(&servers, http)).unwrap_or_default();
                 // Where it and the nodes it hears listen: this node dials
                 // those it is not connected to (see `rejoin`).
                 let ip = peer.session_ip;
@@ -433,7 +450,8 @@ impl AgentState {
                     return;
                 }
                 peer.servers = fingerprint;
-                self.route(myself, &from, &link, servers);
+                peer.http = http;
+                self.route(myself, &from, &link, servers, http);
             }
             Wire::Ping { .. } => {}
             Wire::Call {
@@ -488,6 +506,7 @@ impl AgentState {
         node: &Arc<str>,
         link: &Link,
         mut servers: Vec<WireServer>,
+        http: Option<SocketAddr>,
     ) {
         if servers.len() > MAX_SERVERS {
             tracing::warn!(%node, servers = servers.len(), "node advertised more servers than a node may; the rest are ignored");
@@ -501,6 +520,7 @@ impl AgentState {
             node: node.clone(),
             servers,
             calls: Arc::new(link.clone()),
+            http,
         });
         // Whether this host's own routes are withheld may have changed with
         // it: once the registry has published, advertise what changed.
@@ -522,6 +542,7 @@ impl AgentState {
             &self.local,
             &self.listen,
             peers,
+            self.options.http,
             self.options.max_message_bytes,
         )
     }

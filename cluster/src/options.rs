@@ -124,6 +124,11 @@ pub struct ClusterOptions {
     /// Calls another node may have running here at once; past it they are
     /// refused as overloaded.
     pub max_inbound_calls: usize,
+    /// Where this node's gateway serves MCP over HTTP, told to the other
+    /// nodes (which pass on requests that must be answered here). An
+    /// unspecified IP (`0.0.0.0`) is read by them as the IP this node's
+    /// cluster session comes from.
+    pub http: Option<SocketAddr>,
 }
 
 impl ClusterOptions {
@@ -141,6 +146,7 @@ impl ClusterOptions {
             lost_after: Duration::from_secs(2),
             max_message_bytes: 8 * 1024 * 1024,
             max_inbound_calls: 1024,
+            http: None,
         }
     }
 

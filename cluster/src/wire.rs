@@ -42,6 +42,9 @@ pub(crate) enum Wire {
         #[serde(default)]
         peers: Vec<String>,
         servers: Vec<WireServer>,
+        /// Where the sender's gateway serves MCP over HTTP, if it does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http: Option<String>,
     },
     /// The sender is alive.
     Ping { from: String },
@@ -300,6 +303,7 @@ mod tests {
             from: "a".into(),
             listen: "127.0.0.1:1".into(),
             peers: Vec::new(),
+            http: None,
             servers: vec![WireServer {
                 name: "big".into(),
                 state: "ready".into(),

@@ -163,9 +163,30 @@ struct Parked {
 #[derive(Default)]
 pub(crate) struct Bridge {
     parked: Arc<Mutex<HashMap<String, Parked>>>,
+    /// This gateway's node, when it is one of a cluster: each state names
+    /// it (`<node>~<handle>`), so a retry that reaches another node behind
+    /// a load balancer is passed on here.
+    node: Option<Arc<str>>,
+}
+
+/// The node a `requestState` names, if it names one.
+pub(crate) fn owner_of(state: &str) -> Option<&str> {
+    state
+        .rsplit_once('~')
+        .map(|(node, _)| node)
+        .filter(|n| !n.is_empty())
 }
 
 impl Bridge {
+    /// A bridge for the gateway of cluster node `node` (or of no cluster).
+    pub(crate) fn new(node: Option<Arc<str>>) -> Bridge {
+        Bridge {
+            parked: Default::default(),
+            // Node names have no `~` and are short; one that had would not be named.
+            node: node.filter(|n| !n.contains('~') && n.len() <= 128),
+        }
+    }
+
     /// Waits on `op` for the client of a request bound to `binding`, who
     /// answers `client`: its outcome, or, when its server asks, an
     /// `input_required` result whose state parks the call for the retry. A
@@ -221,7 +242,10 @@ impl Bridge {
         for waiting in &op.waiting {
             requests.insert(waiting.key.clone(), waiting.request.clone());
         }
-        let state = new_state();
+        let state = match &self.node {
+            Some(node) => format!("{node}~{}", new_state()),
+            None => new_state(),
+        };
         let now = Instant::now();
         {
             let mut parked = self.parked.lock();

@@ -85,6 +85,7 @@ impl Gateway {
         callers: Option<Arc<crate::forward::Callers>>,
     ) -> Arc<Gateway> {
         let listens = Arc::new(tokio::sync::Semaphore::new(options.max_listens));
+        let host_node = host.node_name();
         let gateway = Arc::new(Gateway {
             host,
             options,
@@ -94,7 +95,7 @@ impl Gateway {
             callers,
             reloading: tokio::sync::Mutex::new(()),
             subscribers: Default::default(),
-            bridge: Default::default(),
+            bridge: crate::bridge::Bridge::new(host_node),
             listens,
         });
         let weak = Arc::downgrade(&gateway);

@@ -227,6 +227,7 @@ fn node(name: &str, servers: &[(&str, &[&str])]) -> NodeServers {
         node: Arc::from(name),
         servers,
         calls: Arc::new(Unreached),
+        http: None,
     }
 }
 

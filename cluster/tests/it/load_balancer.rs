@@ -4,7 +4,8 @@
 //! request needs no session, so either node may answer any request: a
 //! client's calls land on both nodes and all succeed, calls to a server only
 //! one node supervises included; with one node killed, calls to its server
-//! fail typed and the rest keep working.
+//! fail typed and the rest keep working. A call whose server asks its
+//! client mid-call finishes whichever node each of its rounds reaches.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -104,6 +105,11 @@ async fn call(client: &reqwest::Client, url: &str, id: u64, tool: &str, argument
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     }}});
+    post(client, url, id, tool, body).await
+}
+
+/// Posts the `tools/call` `body` for `tool` through the balancer: the JSON-RPC answer.
+async fn post(client: &reqwest::Client, url: &str, id: u64, tool: &str, body: Value) -> Value {
     let response = client
         .post(url)
         .header("authorization", format!("Bearer {TOKEN}"))
@@ -235,5 +241,145 @@ async fn stateless_calls_through_a_load_balancer_reach_every_nodes_servers() {
         assert_eq!(echoed(&answer), Some(text.as_str()), "{answer}");
     }
     drop(nginx);
+    a.stop();
+}
+
+/// A `tools/call` at 2026-07-28 whose client answers elicitation, with `more`
+/// params (a retry's `inputResponses` and `requestState`).
+async fn asking_call(client: &reqwest::Client, url: &str, id: u64, more: Value) -> Value {
+    let tool = "mcp__fixture__test_elicitation";
+    let mut params = json!({"name": tool, "arguments": {"message": "Who are you?"}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }});
+    if let (Some(params), Value::Object(more)) = (params.as_object_mut(), more) {
+        params.extend(more);
+    }
+    post(
+        client,
+        url,
+        id,
+        tool,
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_round_call_is_answered_whichever_node_its_rounds_reach() {
+    let mut a = Node::new("lb-rounds", "a", &["alpha"]);
+    let mut b = Node::new("lb-rounds", "b", &["beta"]);
+    // Node a also supervises the conformance fixture, whose `test_elicitation`
+    // asks its client mid-call (a 2025-11-25 server's request).
+    let python = testkit::peers_dir().join("venv/bin/python");
+    let fixture = testkit::peers_dir().join("conformance_fixture.py");
+    let config = a.dir.join(".mcp.json");
+    let mut entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    entries["mcpServers"]["fixture"] = json!({"command": python, "args": [fixture, "stdio"]});
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let enabled = testkit::attached::run(&a.dir, &["enable", "fixture"]);
+    assert!(enabled.status.success(), "{enabled:?}");
+    let token = a.dir.join("http-token");
+    std::fs::write(&token, TOKEN).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let flags = [
+        "--token-file",
+        token.to_str().unwrap(),
+        // The fixture initialized at 2025-11-25 (it elicits); the tests'
+        // own sessions at 2025-03-26; clients at 2026-07-28 as well.
+        "--protocol-versions",
+        "2025-11-25,2025-03-26,2026-07-28",
+    ];
+    a.start(&[], &flags);
+    b.start(&[a.address()], &flags);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let with_token = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let mut id = 1000;
+    for node in [&a, &b] {
+        let session = testkit::mcp_http::Session::open(&with_token, &node.serve().url).await;
+        await_tools(
+            &session,
+            &mut id,
+            &[
+                "mcp__alpha__echo",
+                "mcp__beta__echo",
+                "mcp__fixture__test_elicitation",
+            ],
+            true,
+        )
+        .await;
+    }
+    let upstreams: Vec<String> = [&a, &b]
+        .iter()
+        .map(|n| {
+            n.serve()
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_string()
+        })
+        .collect();
+    let Some(nginx) = Nginx::start(&a.dir, &upstreams) else {
+        panic!("nginx is not installed: .ci/run installs Debian's nginx-light");
+    };
+    let client = reqwest::Client::new();
+    let url = nginx.url();
+
+    // Round-robin sends each retry to the other node than its first round; a
+    // plain call in between swaps which node gets the first rounds. Either
+    // way the call waits on node a, whose server asks: a first round that
+    // reaches b is passed on to a, and so is a retry that reaches b.
+    for n in 0..4u64 {
+        if n == 2 {
+            let answer = call(
+                &client,
+                &url,
+                50,
+                "mcp__alpha__echo",
+                json!({"text": "swap"}),
+            )
+            .await;
+            assert_eq!(echoed(&answer), Some("swap"), "{answer}");
+        }
+        let first = asking_call(&client, &url, 10 * n + 1, json!({})).await;
+        let result = &first["result"];
+        assert_eq!(result["resultType"], "input_required", "{first}");
+        let state = result["requestState"]
+            .as_str()
+            .expect("a requestState")
+            .to_string();
+        assert!(
+            state.starts_with("a~"),
+            "the state names the node the call waits on, the fixture's: {state}"
+        );
+        let asked = result["inputRequests"].as_object().expect("inputRequests");
+        assert_eq!(asked.len(), 1, "{first}");
+        let (key, question) = asked.iter().next().unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{first}");
+        let answer = json!({"action": "accept", "content": {"username": "ada", "email": format!("ada{n}@example.com")}});
+        let retry = json!({"inputResponses": {key.clone(): answer}, "requestState": state});
+        let done = asking_call(&client, &url, 10 * n + 2, retry).await;
+        let text = done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.contains("action=accept") && text.contains(&format!("ada{n}@example.com")),
+            "the call did not finish with its client's answer: {done}"
+        );
+    }
+    let by = nginx.answered_by();
+    for upstream in &upstreams {
+        assert!(
+            by.get(upstream).is_some_and(|n| *n >= 4),
+            "the rounds did not land on both nodes: {by:?}"
+        );
+    }
+    drop(nginx);
+    b.stop();
     a.stop();
 }

@@ -13,6 +13,7 @@ mod answer;
 mod guard;
 mod layers;
 mod listen;
+mod relay;
 mod screen;
 mod sessions;
 mod stateless_post;
@@ -135,6 +136,8 @@ struct Endpoint {
     port: u16,
     /// Bytes of bodies being read now (see [`HttpOptions::body_budget`]).
     bodies: tokio::sync::Semaphore,
+    /// Where requests go that another node of the cluster must answer.
+    relay_client: reqwest::Client,
 }
 
 /// A bound HTTP endpoint, not yet serving. Bind before starting the servers,
@@ -181,6 +184,7 @@ impl HttpEndpoint {
             options: self.options,
             loopback: self.loopback,
             port,
+            relay_client: relay::client(),
         });
         let router = router(endpoint.clone());
         let reaper = tokio::spawn(reap(endpoint.clone()));

@@ -27,6 +27,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::answer::answer_one;
+use super::relay;
 use super::screen::{refuse, refuse_error};
 use super::{Endpoint, VERSION_HEADER, accepts_sse};
 use crate::ingress::Ingress;
@@ -87,6 +88,21 @@ pub(super) async fn answer(
         Ok(modern) => modern,
         Err(error) => return refuse_error(StatusCode::BAD_REQUEST, request.id, error),
     };
+    // Behind a load balancer: a request another node must answer goes there.
+    match relay::elsewhere(endpoint, headers, &request, modern.client) {
+        None => {}
+        Some(Ok((node, addr))) => {
+            return relay::relay(endpoint, headers, request, &node, addr).await;
+        }
+        Some(Err(why)) => {
+            let error = ErrorObject {
+                code: error_codes::INVALID_PARAMS,
+                message: why,
+                data: None,
+            };
+            return refuse_error(StatusCode::BAD_REQUEST, request.id, error);
+        }
+    }
     let (tx, rx) = mpsc::channel(gateway.options().outbound_queue);
     // Only a listen is told anything unsolicited, on its own stream.
     let notices = if request.method == LISTEN {
