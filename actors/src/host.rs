@@ -185,8 +185,10 @@ impl Host {
             route.definition.name.tool(),
             arguments,
             options.progress,
-            local.output.clone(),
-            local.mirrored.as_deref(),
+            crate::lane::ToolShape {
+                output: local.output.clone(),
+                mirrored: local.mirrored.as_deref(),
+            },
             timeout,
             options.answers,
         ) {

@@ -121,6 +121,15 @@ struct Slot {
     _live: crate::vitals::Live,
 }
 
+/// What a tool's route says a call of it is checked against: its output
+/// schema (from 2025-06-18 a result must match it) and the arguments its
+/// schema asks to be mirrored into HTTP headers (MCP 2026-07-28 over HTTP).
+#[derive(Default)]
+pub(crate) struct ToolShape<'a> {
+    pub(crate) output: Option<Arc<ToolOutput>>,
+    pub(crate) mirrored: Option<&'a ParamHeaders>,
+}
+
 /// The calls in flight on one connection.
 pub(crate) struct CallLane {
     server: Arc<str>,
@@ -241,19 +250,18 @@ impl CallLane {
         &self.server
     }
 
-    /// Sends `tools/call` for `tool`, due within `timeout`. Returns the request id
-    /// and the answer to wait on. `mirrored`: the arguments the tool's schema
-    /// asks to be mirrored into HTTP headers (MCP 2026-07-28 over HTTP).
+    /// Sends `tools/call` for `tool`, due within `timeout`, checked as `shape`
+    /// says. Returns the request id and the answer to wait on.
     pub(crate) fn start(
         &self,
         tool: &str,
         arguments: Option<&Value>,
         progress: Option<ProgressCallback>,
-        output: Option<Arc<ToolOutput>>,
-        mirrored: Option<&ParamHeaders>,
+        shape: ToolShape<'_>,
         timeout: Duration,
         answers: Option<ClientCapabilities>,
     ) -> Result<(i64, Answer), CallError> {
+        let ToolShape { output, mirrored } = shape;
         let with_progress = progress.is_some();
         let params_headers = match (self.meta.get(), mirrored) {
             (Some(_), Some(mirrored)) => {

@@ -189,7 +189,7 @@ pub(crate) enum Command {
     },
     /// Keep the servers running and serve their tools as one MCP server: on the
     /// local socket (where the other commands attach), and on stdio or HTTP.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Run the servers under load and deal them faults from a seeded plan, checking
     /// crash isolation: `chaos --duration 5m --seed 7 --faults kill,stop,garbage
     /// --load load.json`. Exits 0 only if no invariant broke.

@@ -165,7 +165,7 @@ pub(crate) async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
                 let all = oneshot::Needed::All;
                 oneshot::specs_for(project.as_ref(), &for_specs, &all, &invocation)
             };
-            return serve::serve(args, &settings, config_path, specs, &mut stop).await;
+            return serve::serve(*args, &settings, config_path, specs, &mut stop).await;
         }
         command => command,
     };

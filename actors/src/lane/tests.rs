@@ -10,8 +10,8 @@ use mcpvisor_protocol::wire::jsonrpc::{ErrorObject, ErrorResponse, Response};
 use mcpvisor_protocol::{Message, RequestId};
 use serde_json::json;
 
-use super::CallLane;
 use super::test_ports::{Told, Wrote, recorded_lane};
+use super::{CallLane, ToolShape};
 use crate::error::CallError;
 
 fn lane() -> (
@@ -40,8 +40,7 @@ async fn an_answer_completes_its_call_and_a_second_goes_to_the_actor() {
             "echo",
             None,
             None,
-            None,
-            None,
+            ToolShape::default(),
             Duration::from_secs(60),
             None,
         )
@@ -66,8 +65,7 @@ async fn a_cancel_answers_the_caller_and_tells_the_server() {
             "slow",
             None,
             None,
-            None,
-            None,
+            ToolShape::default(),
             Duration::from_secs(60),
             None,
         )
@@ -99,8 +97,7 @@ async fn the_deadline_fires_without_anyone_polling() {
             "hang",
             None,
             None,
-            None,
-            None,
+            ToolShape::default(),
             Duration::from_millis(50),
             None,
         )
@@ -123,10 +120,24 @@ async fn the_deadline_fires_without_anyone_polling() {
 async fn a_sooner_deadline_wakes_the_timer() {
     let (lane, mut s, _t) = lane();
     let (_long, _long_rx) = lane
-        .start("a", None, None, None, None, Duration::from_secs(600), None)
+        .start(
+            "a",
+            None,
+            None,
+            ToolShape::default(),
+            Duration::from_secs(600),
+            None,
+        )
         .unwrap();
     let (short, _short_rx) = lane
-        .start("b", None, None, None, None, Duration::from_millis(50), None)
+        .start(
+            "b",
+            None,
+            None,
+            ToolShape::default(),
+            Duration::from_millis(50),
+            None,
+        )
         .unwrap();
     let told = tokio::time::timeout(Duration::from_secs(10), s.recv())
         .await
@@ -140,12 +151,26 @@ async fn limits_failures_and_close_are_typed() {
     let mut waiting = Vec::new();
     for _ in 0..4 {
         waiting.push(
-            lane.start("x", None, None, None, None, Duration::from_secs(60), None)
-                .unwrap(),
+            lane.start(
+                "x",
+                None,
+                None,
+                ToolShape::default(),
+                Duration::from_secs(60),
+                None,
+            )
+            .unwrap(),
         );
     }
     assert!(matches!(
-        lane.start("x", None, None, None, None, Duration::from_secs(60), None),
+        lane.start(
+            "x",
+            None,
+            None,
+            ToolShape::default(),
+            Duration::from_secs(60),
+            None
+        ),
         Err(CallError::Overloaded { limit: 4, .. })
     ));
     let (first, first_rx) = waiting.remove(0);
@@ -167,7 +192,14 @@ async fn limits_failures_and_close_are_typed() {
         assert!(matches!(rx.await.unwrap(), Err(CallError::Shutdown)));
     }
     assert!(matches!(
-        lane.start("x", None, None, None, None, Duration::from_secs(60), None),
+        lane.start(
+            "x",
+            None,
+            None,
+            ToolShape::default(),
+            Duration::from_secs(60),
+            None
+        ),
         Err(CallError::ServerUnavailable { .. })
     ));
 }
@@ -179,7 +211,14 @@ async fn a_failed_write_is_reported_once_and_the_call_fails_typed() {
     drop(wrote);
     for _ in 0..2 {
         assert!(matches!(
-            lane.start("x", None, None, None, None, Duration::from_secs(60), None),
+            lane.start(
+                "x",
+                None,
+                None,
+                ToolShape::default(),
+                Duration::from_secs(60),
+                None
+            ),
             Err(CallError::ServerUnavailable { .. })
         ));
     }

@@ -127,7 +127,7 @@ async fn post(client: &reqwest::Client, url: &str, id: u64, tool: &str, body: Va
     let json = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .last()
+        .next_back()
         .unwrap_or(&text);
     let answer: Value = serde_json::from_str(json.trim())
         .unwrap_or_else(|_| panic!("HTTP {status}: not JSON-RPC through nginx: {text}"));

@@ -86,32 +86,35 @@ impl Named {
     pub(super) fn required(
         self,
         headers: &HeaderMap,
-    ) -> Result<(String, Arc<HttpSession>), Response> {
-        self.0.ok_or_else(|| {
-            let session_era = headers
-                .get(super::VERSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<mcpvisor_protocol::mcp::revision::Revision>().ok())
-                .is_some_and(|r| r.initializes());
-            if session_era {
-                return screen::refuse(
-                    StatusCode::BAD_REQUEST,
-                    error_codes::INVALID_REQUEST,
-                    "GET and DELETE address a session: send the Mcp-Session-Id `initialize` gave",
-                );
-            }
-            let mut refused = screen::refuse(
-                StatusCode::METHOD_NOT_ALLOWED,
-                error_codes::INVALID_REQUEST,
-                "GET and DELETE address a session: send Mcp-Session-Id (from `initialize`); \
-                 protocol 2026-07-28 has no sessions, only POST",
-            );
-            refused
-                .headers_mut()
-                .insert(header::ALLOW, axum::http::HeaderValue::from_static("POST"));
-            refused
-        })
+    ) -> Result<(String, Arc<HttpSession>), Box<Response>> {
+        self.0.ok_or_else(|| Box::new(no_session(headers)))
     }
+}
+
+/// The answer to a GET or DELETE that names no session (see [`Named::required`]).
+fn no_session(headers: &HeaderMap) -> Response {
+    let session_era = headers
+        .get(super::VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<mcpvisor_protocol::mcp::revision::Revision>().ok())
+        .is_some_and(|r| r.initializes());
+    if session_era {
+        return screen::refuse(
+            StatusCode::BAD_REQUEST,
+            error_codes::INVALID_REQUEST,
+            "GET and DELETE address a session: send the Mcp-Session-Id `initialize` gave",
+        );
+    }
+    let mut refused = screen::refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        error_codes::INVALID_REQUEST,
+        "GET and DELETE address a session: send Mcp-Session-Id (from `initialize`); \
+             protocol 2026-07-28 has no sessions, only POST",
+    );
+    refused
+        .headers_mut()
+        .insert(header::ALLOW, axum::http::HeaderValue::from_static("POST"));
+    refused
 }
 
 /// The session the request names: one that is not there (it ended or

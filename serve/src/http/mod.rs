@@ -406,7 +406,7 @@ async fn on_get(
 ) -> Response {
     let session = match named.required(&headers) {
         Ok((_, session)) => session,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if let Err(refusal) = speaks(&session, &headers, false) {
         return refusal.into_response();
@@ -452,7 +452,7 @@ async fn on_delete(
 ) -> Response {
     let (id, session) = match named.required(&headers) {
         Ok(named) => named,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     // A DELETE naming another revision than the session's is refused like any request.
     if let Err(refusal) = speaks(&session, &headers, false) {

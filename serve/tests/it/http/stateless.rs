@@ -43,7 +43,7 @@ fn read(text: &str) -> Value {
     let json = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .last()
+        .next_back()
         .unwrap_or(text);
     serde_json::from_str(json.trim()).unwrap_or_else(|_| panic!("not JSON-RPC: {text}"))
 }
