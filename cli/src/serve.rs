@@ -179,6 +179,8 @@ pub(crate) async fn serve(
         if let Some(path) = &args.token_file {
             http_options.token =
                 Some(BearerToken::from_file(path).map_err(|e| Failure(e.to_string(), 2))?);
+            // A file the user gives is the one every node of a cluster shares.
+            http_options.shared_token = true;
         } else if args.no_token {
             if !mcpvisor_serve::http::is_loopback(&addr) {
                 return Err(Failure(

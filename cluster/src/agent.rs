@@ -63,12 +63,24 @@ fn on_ip(address: &str, ip: IpAddr) -> bool {
 /// Where a node's gateway serves HTTP, as it advertised `address`: only on
 /// the IP its session comes from (a node names no other machine for this
 /// one to send requests to); an unspecified IP is read as that one.
-fn http_on(address: &str, ip: IpAddr) -> Option<SocketAddr> {
-    let mut addr = address.parse::<SocketAddr>().ok()?;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(ip.to_canonical());
-    }
-    (addr.ip().to_canonical() == ip.to_canonical() && addr.port() != 0).then_some(addr)
+/// Not on a link-local IPv6 address (its scope is the sender's own), nor on
+/// loopback unless this node's cluster listens on loopback too (a session
+/// from loopback is otherwise a tunnel's or a sidecar's, not the node's own).
+fn http_on(address: &str, ip: IpAddr, local_is_loopback: bool) -> Option<SocketAddr> {
+    let advertised = address.parse::<SocketAddr>().ok()?;
+    let ip = ip.to_canonical();
+    let at = if advertised.ip().is_unspecified() {
+        ip
+    } else {
+        advertised.ip().to_canonical()
+    };
+    let link_local = matches!(at, IpAddr::V6(v6) if v6.is_unicast_link_local());
+    let allowed = at == ip
+        && advertised.port() != 0
+        && !link_local
+        && (!at.is_loopback() || local_is_loopback);
+    // Rebuilt from its parts: no scope or flow label travels on.
+    allowed.then(|| SocketAddr::new(at, advertised.port()))
 }
 
 /// The group of the agent of node `name`.
@@ -435,7 +447,13 @@ impl AgentState {
                 let Some(peer) = self.peers.get_mut(&from) else {
                     return;
                 };
-                let http = http.as_deref().and_then(|a| http_on(a, peer.session_ip));
+                let local_is_loopback = self
+                    .listen
+                    .parse::<SocketAddr>()
+                    .is_ok_and(|a| a.ip().is_loopback());
+                let http = http
+                    .as_deref()
+                    .and_then(|a| http_on(a, peer.session_ip, local_is_loopback));
                 let fingerprint = serde_json::to_vec(&(&servers, http)).unwrap_or_default();
                 // Where it and the nodes it hears listen: this node dials
                 // those it is not connected to (see `rejoin`).
@@ -571,7 +589,7 @@ impl AgentState {
 
 #[cfg(test)]
 mod tests {
-    use super::on_ip;
+    use super::{http_on, on_ip};
 
     #[test]
     fn a_nodes_own_address_is_taken_only_on_its_sessions_ip() {
@@ -581,5 +599,42 @@ mod tests {
         assert!(!on_ip("10.0.0.9:9001", ip));
         // A name would be resolved to an address of the advertiser's choosing.
         assert!(!on_ip("localhost:9001", ip));
+    }
+
+    #[test]
+    fn a_nodes_http_address_is_taken_only_on_its_sessions_ip() {
+        let at = |advertised: &str, session: &str, loopback: bool| {
+            http_on(advertised, session.parse().unwrap(), loopback).map(|a| a.to_string())
+        };
+        let lan = "10.0.0.9";
+        assert_eq!(
+            at("10.0.0.9:7001", lan, false).as_deref(),
+            Some("10.0.0.9:7001")
+        );
+        // Unspecified: the IP the session comes from.
+        assert_eq!(
+            at("0.0.0.0:7001", lan, false).as_deref(),
+            Some("10.0.0.9:7001")
+        );
+        assert_eq!(
+            at("[::ffff:10.0.0.9]:7001", lan, false).as_deref(),
+            Some("10.0.0.9:7001")
+        );
+        // Another machine, port 0, a name: never.
+        assert_eq!(at("10.0.0.7:7001", lan, false), None);
+        assert_eq!(at("10.0.0.9:0", lan, false), None);
+        assert_eq!(at("localhost:7001", lan, false), None);
+        // Loopback only in a cluster on loopback (else the session is a tunnel's).
+        assert_eq!(
+            at("127.0.0.1:7001", "127.0.0.1", true).as_deref(),
+            Some("127.0.0.1:7001")
+        );
+        assert_eq!(at("0.0.0.0:7001", "127.0.0.1", false), None);
+        // Link-local IPv6: its scope is the sender's; no scope travels on.
+        assert_eq!(at("[fe80::1%2]:7001", "fe80::1", false), None);
+        assert_eq!(
+            at("[2001:db8::1%3]:7001", "2001:db8::1", false).as_deref(),
+            Some("[2001:db8::1]:7001")
+        );
     }
 }

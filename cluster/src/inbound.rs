@@ -79,7 +79,9 @@ impl Inbound {
             });
             return;
         }
-        let mut options = CallOptions::default();
+        // Its client is on another node, which no server's question reaches:
+        // a 2026-07-28 server is told this client answers none.
+        let mut options = CallOptions::default().answering(Default::default());
         if let Some(ms) = asked.timeout_ms {
             options.timeout = Some(Duration::from_millis(ms));
         }

@@ -66,6 +66,11 @@ pub struct HttpOptions {
     pub idle: Duration,
     /// Required as `Authorization: Bearer …` when set (always, off loopback).
     pub token: Option<BearerToken>,
+    /// The token is the cluster's, shared by every node (`--token-file`): a
+    /// request another node must answer may be passed on to it with this
+    /// token. Without it (a token made for this node alone) nothing is
+    /// passed on, so no node ever holds another's own token.
+    pub shared_token: bool,
     /// Origins accepted besides loopback ones.
     pub allowed_origins: Vec<String>,
     /// Tool names for HTTP sessions.
@@ -96,6 +101,7 @@ impl Default for HttpOptions {
             max_body: 4 * 1024 * 1024,
             idle: Duration::from_secs(30 * 60),
             token: None,
+            shared_token: false,
             allowed_origins: Vec::new(),
             naming: Naming::Qualified,
             max_connections: 256,
@@ -136,8 +142,9 @@ struct Endpoint {
     port: u16,
     /// Bytes of bodies being read now (see [`HttpOptions::body_budget`]).
     bodies: tokio::sync::Semaphore,
-    /// Where requests go that another node of the cluster must answer.
-    relay_client: reqwest::Client,
+    /// Where requests go that another node of the cluster must answer
+    /// (none when the token is not the cluster's, or no client could be made).
+    relay_client: Option<reqwest::Client>,
 }
 
 /// A bound HTTP endpoint, not yet serving. Bind before starting the servers,
@@ -173,6 +180,7 @@ impl HttpEndpoint {
     /// Serves `gateway` until it stops; then closes every session.
     pub async fn serve(self, gateway: Arc<Gateway>) -> std::io::Result<()> {
         let port = self.listener.local_addr()?.port();
+        let relay_client = relay::client(&self.options);
         let endpoint = Arc::new(Endpoint {
             sessions: Sessions::new(self.options.max_sessions),
             gateway,
@@ -184,7 +192,7 @@ impl HttpEndpoint {
             options: self.options,
             loopback: self.loopback,
             port,
-            relay_client: relay::client(),
+            relay_client,
         });
         let router = router(endpoint.clone());
         let reaper = tokio::spawn(reap(endpoint.clone()));

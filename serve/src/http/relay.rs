@@ -33,8 +33,19 @@ use crate::bridge::owner_of;
 /// Marks a request one node relayed to another: it is answered where it lands.
 pub(super) const RELAYED_HEADER: HeaderName = HeaderName::from_static("mcpvisor-relayed");
 
-/// How long the other node may take to start answering.
+/// How long connecting to the other node may take.
 const CONNECT_WITHIN: Duration = Duration::from_secs(5);
+/// The longest silence of the other node's answer (its calls are bounded by
+/// their own deadlines, well under this): past it the relay ends.
+const SILENT_FOR: Duration = Duration::from_secs(10 * 60);
+/// The most of a node's name an error repeats.
+const NAME_SHOWN: usize = 64;
+/// The requests whose retry may name another node (those the bridge parks).
+const RETRIED: [&str; 3] = [
+    methods::TOOLS_CALL,
+    methods::RESOURCES_READ,
+    methods::PROMPTS_GET,
+];
 
 /// The node that must answer `request`, and where it serves HTTP, when that
 /// is another node of this cluster: the node a retry's `requestState` names
@@ -51,7 +62,7 @@ pub(super) fn elsewhere(
     request: &Request,
     client: ClientCapabilities,
 ) -> Option<Result<(Arc<str>, SocketAddr), String>> {
-    if headers.contains_key(&RELAYED_HEADER) {
+    if headers.contains_key(&RELAYED_HEADER) || !RETRIED.contains(&request.method.as_str()) {
         return None;
     }
     let host = endpoint.gateway.host();
@@ -64,16 +75,23 @@ pub(super) fn elsewhere(
         if host.node_name().as_deref() == Some(node) {
             return None;
         }
+        let shown: String = node.chars().take(NAME_SHOWN).collect();
+        if endpoint.relay_client.is_none() {
+            return Some(Err(format!(
+                "`requestState` names a call waiting on node `{shown}`; this node passes retries on only with the cluster's shared token (--token-file)"
+            )));
+        }
         let found = host.nodes().into_iter().find(|n| &*n.node == node);
         return Some(
             match found.and_then(|n| n.http.map(|a| (n.node.clone(), a))) {
                 Some(target) => Ok(target),
                 None => Err(format!(
-                    "`requestState` names a call waiting on node `{node}`, which this node cannot reach over HTTP (not in the cluster, or serving no HTTP)"
+                    "`requestState` names a call waiting on node `{shown}`, which this node cannot reach over HTTP (not in the cluster, or serving no HTTP)"
                 )),
             },
         );
     }
+    endpoint.relay_client.as_ref()?;
     let askable = client.sampling || client.elicitation || client.elicitation_url || client.roots;
     if request.method != methods::TOOLS_CALL || !askable {
         return None;
@@ -84,7 +102,9 @@ pub(super) fn elsewhere(
     let route = crate::tools::route_of(host, endpoint.options.naming, name)?;
     let node = host.routes().get(&route)?.node.clone()?;
     let http = host.nodes().into_iter().find(|n| n.node == node)?.http?;
-    Some(Ok((node, http)))
+    // Never this node itself (an address another node wrongly claims).
+    let own = http.port() == endpoint.port && http.ip().is_loopback() && endpoint.loopback;
+    (!own).then_some(Ok((node, http)))
 }
 
 /// Passes `request` to `addr` (node `node`'s endpoint) and its answer back.
@@ -105,8 +125,10 @@ pub(super) async fn relay(
         refuse_error(StatusCode::BAD_GATEWAY, id.clone(), error)
     };
     let body = Message::Request(request).to_vec();
-    let mut sent = endpoint
-        .relay_client
+    let Some(client) = &endpoint.relay_client else {
+        return failed("this node passes nothing on to other nodes".into());
+    };
+    let mut sent = client
         .post(format!("http://{addr}/mcp"))
         .header(header::CONTENT_TYPE, "application/json")
         .header(&RELAYED_HEADER, HeaderValue::from_static("1"))
@@ -147,12 +169,18 @@ pub(super) async fn relay(
 
 /// The client every relay goes out on: kept-alive connections to the other
 /// nodes, straight (no proxy from the environment: the token goes to the
-/// node alone), no redirects followed, a bound on connecting.
-pub(super) fn client() -> reqwest::Client {
+/// node alone), no redirects followed, bounds on connecting and on silence.
+/// None when the token is this node's own (it is never shown to another),
+/// or when no such client can be made.
+pub(super) fn client(options: &super::HttpOptions) -> Option<reqwest::Client> {
+    if options.token.is_some() && !options.shared_token {
+        return None;
+    }
     reqwest::Client::builder()
         .connect_timeout(CONNECT_WITHIN)
+        .read_timeout(SILENT_FOR)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .unwrap_or_default()
+        .ok()
 }
