@@ -110,9 +110,23 @@ async fn call(client: &reqwest::Client, url: &str, id: u64, tool: &str, argument
 
 /// Posts the `tools/call` `body` for `tool` through the balancer: the JSON-RPC answer.
 async fn post(client: &reqwest::Client, url: &str, id: u64, tool: &str, body: Value) -> Value {
-    let response = client
-        .post(url)
-        .header("authorization", format!("Bearer {TOKEN}"))
+    post_as(client, url, id, tool, body, Some(TOKEN)).await
+}
+
+/// [`post`], sending `token` (none: the client sends its own).
+async fn post_as(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    tool: &str,
+    body: Value,
+    token: Option<&str>,
+) -> Value {
+    let mut request = client.post(url);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = request
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
@@ -244,9 +258,41 @@ async fn stateless_calls_through_a_load_balancer_reach_every_nodes_servers() {
     a.stop();
 }
 
+/// Makes `node` supervise the conformance fixture too, whose
+/// `test_elicitation` asks its client mid-call (a 2025-11-25 server's request).
+fn add_fixture(node: &Node) {
+    let python = testkit::peers_dir().join("venv/bin/python");
+    let fixture = testkit::peers_dir().join("conformance_fixture.py");
+    let config = node.dir.join(".mcp.json");
+    let mut entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    entries["mcpServers"]["fixture"] = json!({"command": python, "args": [fixture, "stdio"]});
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let enabled = testkit::attached::run(&node.dir, &["enable", "fixture"]);
+    assert!(enabled.status.success(), "{enabled:?}");
+}
+
+/// The flags of the nodes the multi-round tests run.
+const ROUNDS_VERSIONS: [&str; 2] = ["--protocol-versions", "2025-11-25,2025-03-26,2026-07-28"];
+
+/// [`asking_call`] straight to a node, with a client that sends that node's token.
+async fn asking_call_with(client: &reqwest::Client, url: &str, id: u64, more: Value) -> Value {
+    asking_call_as(client, url, id, more, None).await
+}
+
 /// A `tools/call` at 2026-07-28 whose client answers elicitation, with `more`
 /// params (a retry's `inputResponses` and `requestState`).
 async fn asking_call(client: &reqwest::Client, url: &str, id: u64, more: Value) -> Value {
+    asking_call_as(client, url, id, more, Some(TOKEN)).await
+}
+
+async fn asking_call_as(
+    client: &reqwest::Client,
+    url: &str,
+    id: u64,
+    more: Value,
+    token: Option<&str>,
+) -> Value {
     let tool = "mcp__fixture__test_elicitation";
     let mut params = json!({"name": tool, "arguments": {"message": "Who are you?"}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -255,41 +301,25 @@ async fn asking_call(client: &reqwest::Client, url: &str, id: u64, more: Value) 
     if let (Some(params), Value::Object(more)) = (params.as_object_mut(), more) {
         params.extend(more);
     }
-    post(
-        client,
-        url,
-        id,
-        tool,
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
-    )
-    .await
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    post_as(client, url, id, tool, body, token).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_round_call_is_answered_whichever_node_its_rounds_reach() {
     let mut a = Node::new("lb-rounds", "a", &["alpha"]);
     let mut b = Node::new("lb-rounds", "b", &["beta"]);
-    // Node a also supervises the conformance fixture, whose `test_elicitation`
-    // asks its client mid-call (a 2025-11-25 server's request).
-    let python = testkit::peers_dir().join("venv/bin/python");
-    let fixture = testkit::peers_dir().join("conformance_fixture.py");
-    let config = a.dir.join(".mcp.json");
-    let mut entries: Value =
-        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    entries["mcpServers"]["fixture"] = json!({"command": python, "args": [fixture, "stdio"]});
-    std::fs::write(&config, entries.to_string()).unwrap();
-    let enabled = testkit::attached::run(&a.dir, &["enable", "fixture"]);
-    assert!(enabled.status.success(), "{enabled:?}");
+    add_fixture(&a);
     let token = a.dir.join("http-token");
     std::fs::write(&token, TOKEN).unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The fixture initialized at 2025-11-25 (it elicits); the tests' own
+    // sessions at 2025-03-26; clients at 2026-07-28 as well.
     let flags = [
         "--token-file",
         token.to_str().unwrap(),
-        // The fixture initialized at 2025-11-25 (it elicits); the tests'
-        // own sessions at 2025-03-26; clients at 2026-07-28 as well.
-        "--protocol-versions",
-        "2025-11-25,2025-03-26,2026-07-28",
+        ROUNDS_VERSIONS[0],
+        ROUNDS_VERSIONS[1],
     ];
     a.start(&[], &flags);
     b.start(&[a.address()], &flags);
@@ -380,6 +410,48 @@ async fn a_multi_round_call_is_answered_whichever_node_its_rounds_reach() {
         );
     }
     drop(nginx);
+    b.stop();
+    a.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_token_of_its_own_passes_no_retry_on() {
+    // Each node makes its own token: neither may ever be shown the other's.
+    let mut a = Node::new("lb-own-tokens", "a", &["alpha"]);
+    let mut b = Node::new("lb-own-tokens", "b", &["beta"]);
+    add_fixture(&a);
+    a.start(&[], &ROUNDS_VERSIONS);
+    b.start(&[a.address()], &ROUNDS_VERSIONS);
+    let mut id = 1000;
+    for node in [&a, &b] {
+        let session =
+            testkit::mcp_http::Session::open(&node.serve().client(), &node.serve().url).await;
+        await_tools(
+            &session,
+            &mut id,
+            &[
+                "mcp__alpha__echo",
+                "mcp__beta__echo",
+                "mcp__fixture__test_elicitation",
+            ],
+            true,
+        )
+        .await;
+    }
+    let (at_a, at_b) = (a.serve(), b.serve());
+    assert_ne!(at_a.token, at_b.token, "each node made a token of its own");
+    let first = asking_call_with(&at_a.client(), &at_a.url, 1, json!({})).await;
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_string();
+    assert!(state.starts_with("a~"), "{first}");
+    // The retry reaches b: refused, naming why, rather than passed to a with b's token.
+    let retry = json!({"inputResponses": {}, "requestState": state});
+    let refused = asking_call_with(&at_b.client(), &at_b.url, 2, retry).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("shared token"), "{refused}");
     b.stop();
     a.stop();
 }
