@@ -91,6 +91,36 @@ impl Nginx {
     }
 }
 
+impl Nginx {
+    /// nginx in front of `nodes` (its files in the first's directory), and
+    /// the upstreams as it logs them.
+    fn in_front_of(nodes: &[&Node]) -> (Nginx, Vec<String>) {
+        let upstreams: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                n.serve()
+                    .url
+                    .trim_start_matches("http://")
+                    .trim_end_matches("/mcp")
+                    .to_string()
+            })
+            .collect();
+        let Some(nginx) = Nginx::start(&nodes[0].dir, &upstreams) else {
+            panic!("nginx is not installed: .ci/run installs Debian's nginx-light");
+        };
+        (nginx, upstreams)
+    }
+}
+
+/// Waits until each of `nodes` routes every one of `tools` (asked with `client`).
+async fn await_routes(client: &reqwest::Client, nodes: &[&Node], tools: &[&str]) {
+    let mut id = 1000;
+    for node in nodes {
+        let session = testkit::mcp_http::Session::open(client, &node.serve().url).await;
+        await_tools(&session, &mut id, tools, true).await;
+    }
+}
+
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -171,30 +201,13 @@ async fn stateless_calls_through_a_load_balancer_reach_every_nodes_servers() {
         .default_headers(headers)
         .build()
         .unwrap();
-    let mut id = 1000;
-    for node in [&a, &b] {
-        let session = testkit::mcp_http::Session::open(&with_token, &node.serve().url).await;
-        await_tools(
-            &session,
-            &mut id,
-            &["mcp__alpha__echo", "mcp__beta__echo"],
-            true,
-        )
-        .await;
-    }
-    let upstreams: Vec<String> = [&a, &b]
-        .iter()
-        .map(|n| {
-            n.serve()
-                .url
-                .trim_start_matches("http://")
-                .trim_end_matches("/mcp")
-                .to_string()
-        })
-        .collect();
-    let Some(nginx) = Nginx::start(&a.dir, &upstreams) else {
-        panic!("nginx is not installed: .ci/run installs Debian's nginx-light");
-    };
+    await_routes(
+        &with_token,
+        &[&a, &b],
+        &["mcp__alpha__echo", "mcp__beta__echo"],
+    )
+    .await;
+    let (nginx, upstreams) = Nginx::in_front_of(&[&a, &b]);
     let client = reqwest::Client::new();
     let url = nginx.url();
 
@@ -272,6 +285,13 @@ fn add_fixture(node: &Node) {
     assert!(enabled.status.success(), "{enabled:?}");
 }
 
+/// The tools every node of the multi-round tests routes.
+const ROUNDS_TOOLS: [&str; 3] = [
+    "mcp__alpha__echo",
+    "mcp__beta__echo",
+    "mcp__fixture__test_elicitation",
+];
+
 /// The flags of the nodes the multi-round tests run.
 const ROUNDS_VERSIONS: [&str; 2] = ["--protocol-versions", "2025-11-25,2025-03-26,2026-07-28"];
 
@@ -329,34 +349,8 @@ async fn a_multi_round_call_is_answered_whichever_node_its_rounds_reach() {
         .default_headers(headers)
         .build()
         .unwrap();
-    let mut id = 1000;
-    for node in [&a, &b] {
-        let session = testkit::mcp_http::Session::open(&with_token, &node.serve().url).await;
-        await_tools(
-            &session,
-            &mut id,
-            &[
-                "mcp__alpha__echo",
-                "mcp__beta__echo",
-                "mcp__fixture__test_elicitation",
-            ],
-            true,
-        )
-        .await;
-    }
-    let upstreams: Vec<String> = [&a, &b]
-        .iter()
-        .map(|n| {
-            n.serve()
-                .url
-                .trim_start_matches("http://")
-                .trim_end_matches("/mcp")
-                .to_string()
-        })
-        .collect();
-    let Some(nginx) = Nginx::start(&a.dir, &upstreams) else {
-        panic!("nginx is not installed: .ci/run installs Debian's nginx-light");
-    };
+    await_routes(&with_token, &[&a, &b], &ROUNDS_TOOLS).await;
+    let (nginx, upstreams) = Nginx::in_front_of(&[&a, &b]);
     let client = reqwest::Client::new();
     let url = nginx.url();
 
@@ -422,21 +416,8 @@ async fn a_node_with_a_token_of_its_own_passes_no_retry_on() {
     add_fixture(&a);
     a.start(&[], &ROUNDS_VERSIONS);
     b.start(&[a.address()], &ROUNDS_VERSIONS);
-    let mut id = 1000;
     for node in [&a, &b] {
-        let session =
-            testkit::mcp_http::Session::open(&node.serve().client(), &node.serve().url).await;
-        await_tools(
-            &session,
-            &mut id,
-            &[
-                "mcp__alpha__echo",
-                "mcp__beta__echo",
-                "mcp__fixture__test_elicitation",
-            ],
-            true,
-        )
-        .await;
+        await_routes(&node.serve().client(), &[node], &ROUNDS_TOOLS).await;
     }
     let (at_a, at_b) = (a.serve(), b.serve());
     assert_ne!(at_a.token, at_b.token, "each node made a token of its own");
