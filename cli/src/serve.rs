@@ -31,7 +31,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// A 0600 file of yours holding the bearer token HTTP clients must send
-    /// (instead of the one made beside the socket).
+    /// (instead of the one made beside the socket). In a cluster, give every
+    /// node the same file: nodes pass one another 2026-07-28 requests with it.
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
     /// Serve HTTP without a bearer token (loopback only): every local user

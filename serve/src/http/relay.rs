@@ -10,9 +10,10 @@
 //!
 //! Only a node of this cluster is reached (its advertised address, on the
 //! address its cluster session comes from), never an address a client
-//! wrote; a relayed request carries this node's bearer token and a mark
-//! that stops it from being relayed again; the other node checks it as it
-//! checks any request.
+//! wrote; a relayed request carries the cluster's shared bearer token (the
+//! one `--token-file` gives every node; a token a node made for itself is
+//! never passed on) and a mark that stops it from being relayed again; the
+//! other node checks it as it checks any request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
