@@ -150,27 +150,10 @@ async fn limits_failures_and_close_are_typed() {
     let (lane, _s, _t) = lane();
     let mut waiting = Vec::new();
     for _ in 0..4 {
-        waiting.push(
-            lane.start(
-                "x",
-                None,
-                None,
-                ToolShape::default(),
-                Duration::from_secs(60),
-                None,
-            )
-            .unwrap(),
-        );
+        waiting.push(start_x(&lane).unwrap());
     }
     assert!(matches!(
-        lane.start(
-            "x",
-            None,
-            None,
-            ToolShape::default(),
-            Duration::from_secs(60),
-            None
-        ),
+        start_x(&lane),
         Err(CallError::Overloaded { limit: 4, .. })
     ));
     let (first, first_rx) = waiting.remove(0);
@@ -192,14 +175,7 @@ async fn limits_failures_and_close_are_typed() {
         assert!(matches!(rx.await.unwrap(), Err(CallError::Shutdown)));
     }
     assert!(matches!(
-        lane.start(
-            "x",
-            None,
-            None,
-            ToolShape::default(),
-            Duration::from_secs(60),
-            None
-        ),
+        start_x(&lane),
         Err(CallError::ServerUnavailable { .. })
     ));
 }
@@ -211,14 +187,7 @@ async fn a_failed_write_is_reported_once_and_the_call_fails_typed() {
     drop(wrote);
     for _ in 0..2 {
         assert!(matches!(
-            lane.start(
-                "x",
-                None,
-                None,
-                ToolShape::default(),
-                Duration::from_secs(60),
-                None
-            ),
+            start_x(&lane),
             Err(CallError::ServerUnavailable { .. })
         ));
     }
@@ -229,4 +198,16 @@ async fn a_failed_write_is_reported_once_and_the_call_fails_typed() {
         ))
     ));
     assert!(told.try_recv().is_err(), "told once, not per write");
+}
+
+/// A call of tool `x` with nothing else to it, due in a minute.
+fn start_x(lane: &CallLane) -> Result<(i64, super::Answer), CallError> {
+    lane.start(
+        "x",
+        None,
+        None,
+        ToolShape::default(),
+        Duration::from_secs(60),
+        None,
+    )
 }

@@ -65,9 +65,7 @@ impl HttpFloor {
         arguments: &serde_json::Value,
         bearer: Option<&str>,
     ) -> anyhow::Result<HttpFloor> {
-        let authorization = bearer
-            .map(|token| HeaderValue::from_str(&format!("Bearer {token}")))
-            .transpose()?;
+        let authorization = bearer_header(bearer)?;
         let mut floor = HttpFloor {
             client: reqwest::Client::builder().build()?,
             url: url.to_string(),
@@ -110,9 +108,7 @@ impl HttpFloor {
         arguments: &serde_json::Value,
         bearer: Option<&str>,
     ) -> anyhow::Result<HttpFloor> {
-        let authorization = bearer
-            .map(|token| HeaderValue::from_str(&format!("Bearer {token}")))
-            .transpose()?;
+        let authorization = bearer_header(bearer)?;
         let meta = format!(
             "{{\"io.modelcontextprotocol/protocolVersion\":\"{STATELESS_VERSION}\",\"io.modelcontextprotocol/clientCapabilities\":{{}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"floor\",\"version\":\"0\"}}}}"
         );
@@ -220,4 +216,11 @@ fn ensure_result(body: &[u8]) -> anyhow::Result<()> {
     has(RESULT)
         .then_some(())
         .with_context(|| format!("no result in {}", String::from_utf8_lossy(body)))
+}
+
+/// `Authorization: Bearer <bearer>`, when a token is given.
+fn bearer_header(bearer: Option<&str>) -> anyhow::Result<Option<HeaderValue>> {
+    Ok(bearer
+        .map(|token| HeaderValue::from_str(&format!("Bearer {token}")))
+        .transpose()?)
 }
